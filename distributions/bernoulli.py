@@ -1,0 +1,64 @@
+"""Bernoulli distribution.
+
+    log p(x | p) = x log(p) + (1 - x) log(1 - p),   x = 0, 1
+
+Parameters: p in [0, 1]; the ends are allowed and give exact point masses
+(``logpmf(1 | p=1) = 0``, ``logpmf(0 | p=1) = -inf``).
+scipy: ``scipy.stats.bernoulli(p)``; Stan: ``bernoulli_lpmf(x | p)``.
+"""
+
+import math
+
+from numba.extending import register_jitable
+
+from distributions.constraints import integer_interval, unit_interval
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+
+
+@register_jitable
+def logpdf(x, p):
+    """Normalized log mass; ``-inf`` off {0, 1} or for p outside [0, 1]."""
+    if not (0.0 <= p <= 1.0):
+        return -math.inf
+    # Only one of the two terms is present, so log(0) is taken only where
+    # the mass is 0 and is written as -inf instead (math.log(0.0) raises).
+    if x == 1.0:
+        return math.log(p) if p > 0.0 else -math.inf
+    if x == 0.0:
+        return math.log1p(-p) if p < 1.0 else -math.inf
+    return -math.inf
+
+
+@register_jitable
+def logpdf_grad(x, p, keep):
+    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
+    if not (0.0 <= p <= 1.0) or not ((x == 1.0 and p > 0.0) or (x == 0.0 and p < 1.0)):
+        return -math.inf, 0.0, 0.0
+    lp = 0.0
+    d_p = 0.0
+    if keep[0]:
+        if x == 1.0:
+            lp = math.log(p)
+            d_p = 1.0 / p
+        else:
+            lp = math.log1p(-p)
+            d_p = -1.0 / (1.0 - p)
+    return lp, 0.0, d_p
+
+
+SPEC = Spec(
+    name="Bernoulli",
+    params=(Param("p", unit_interval),),
+    support=integer_interval(0.0, 1.0),
+    summands=(
+        Summand(("x", "p"), "x log(p) + (1 - x) log(1 - p)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Bernoulli(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

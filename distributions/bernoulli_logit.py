@@ -1,0 +1,67 @@
+"""Bernoulli distribution on the logit scale.
+
+    log p(x | logit_p) = x log(sigmoid(logit_p)) + (1 - x) log(sigmoid(-logit_p)),   x = 0, 1
+
+Parameters: logit_p real (p = sigmoid(logit_p)). Both terms are
+``log_logistic`` = -log1pexp(-t), exact for any finite logit: at +-800 the
+mass is -800 or -exp(-800) (which rounds to -0.0), never log(0).
+scipy: ``scipy.stats.bernoulli(scipy.special.expit(logit_p))``;
+Stan: ``bernoulli_logit_lpmf(x | logit_p)``.
+"""
+
+import math
+
+from numba.extending import register_jitable
+
+from distributions.constraints import integer_interval, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import log_logistic, logistic
+
+
+@register_jitable
+def logpdf(x, logit_p):
+    """Normalized log mass; ``-inf`` off {0, 1} or for a non-finite logit."""
+    if not math.isfinite(logit_p):
+        return -math.inf
+    if x == 1.0:
+        return log_logistic(logit_p)
+    if x == 0.0:
+        return log_logistic(-logit_p)
+    return -math.inf
+
+
+@register_jitable
+def logpdf_grad(x, logit_p, keep):
+    """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``."""
+    if not math.isfinite(logit_p) or not (x == 0.0 or x == 1.0):
+        return -math.inf, 0.0, 0.0
+    lp = 0.0
+    d_logit = 0.0
+    if keep[0]:
+        # d/dt log sigmoid(t) = sigmoid(-t), d/dt log sigmoid(-t) = -sigmoid(t):
+        # x - sigmoid(t) without the cancellation of 1 - sigmoid(t) for t >> 0.
+        if x == 1.0:
+            lp = log_logistic(logit_p)
+            d_logit = logistic(-logit_p)
+        else:
+            lp = log_logistic(-logit_p)
+            d_logit = -logistic(logit_p)
+    return lp, 0.0, d_logit
+
+
+SPEC = Spec(
+    name="BernoulliLogit",
+    params=(Param("logit_p", real),),
+    support=integer_interval(0.0, 1.0),
+    summands=(
+        Summand(("x", "logit_p"), "x log_logistic(logit_p) + (1 - x) log_logistic(-logit_p)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class BernoulliLogit(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

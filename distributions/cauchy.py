@@ -1,0 +1,91 @@
+"""Cauchy distribution.
+
+    log p(x | loc, scale) = -log(pi) - log(scale) - log(1 + z^2),   z = (x - loc) / scale
+
+Support: x real. Parameters: loc real, scale > 0.
+scipy: ``scipy.stats.cauchy(loc, scale)``; Stan: ``cauchy_lpdf(x | loc, scale)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import positive, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import LOG_PI
+
+# Smallest normal float: below it 1 / scale overflows and partials such as
+# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
+SCALE_MIN = sys.float_info.min
+
+
+@register_jitable
+def log1p_square(t):
+    """``(log(1 + t^2), t / (1 + t^2), t^2 / (1 + t^2))`` without overflow.
+
+    For |t| > 1, 1 + t^2 = t^2 (1 + v^2) with v = 1/t, so
+    log(1 + t^2) = 2 log|t| + log1p(v^2), t / (1 + t^2) = v / (1 + v^2) and
+    t^2 / (1 + t^2) = 1 / (1 + v^2): nothing overflows even for |t| near
+    the largest float, where t^2 is inf. Shared by Cauchy and Student t.
+    """
+    if abs(t) <= 1.0:
+        s = t * t
+        return math.log1p(s), t / (1.0 + s), s / (1.0 + s)
+    v = 1.0 / t
+    w = v * v
+    return 2.0 * math.log(abs(t)) + math.log1p(w), v / (1.0 + w), 1.0 / (1.0 + w)
+
+
+@register_jitable
+def logpdf(x, loc, scale):
+    """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
+    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf
+    log1p_z2 = log1p_square((x - loc) / scale)[0]
+    return -log1p_z2 - math.log(scale) - LOG_PI
+
+
+@register_jitable
+def logpdf_grad(x, loc, scale, keep):
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
+    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf, 0.0, 0.0, 0.0
+    inv_scale = 1.0 / scale
+    log1p_z2, z_over, z2_over = log1p_square((x - loc) / scale)
+    lp = 0.0
+    d_x = 0.0
+    d_scale = 0.0
+    if keep[0]:
+        # d/dz -log(1 + z^2) = -2 z / (1 + z^2); dz/dscale = -z / scale.
+        lp -= log1p_z2
+        d_x = -2.0 * z_over * inv_scale
+        d_scale = 2.0 * z2_over * inv_scale
+    if keep[1]:
+        lp -= math.log(scale)
+        d_scale -= inv_scale
+    if keep[2]:
+        lp -= LOG_PI
+    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
+        return -math.inf, 0.0, 0.0, 0.0
+    return lp, d_x, -d_x, d_scale
+
+
+SPEC = Spec(
+    name="Cauchy",
+    params=(Param("loc", real), Param("scale", positive)),
+    support=real,
+    summands=(
+        Summand(("x", "loc", "scale"), "-log(1 + ((x - loc) / scale)**2)"),
+        Summand(("scale",), "-log(scale)"),
+        Summand((), "-log(pi)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Cauchy(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,128 @@
+"""The one vocabulary for supports of values and constraints of parameters.
+
+A constraint is data, not code: the public API validates numbers against it,
+the engine picks an unconstraining transform from it, and the tests draw
+points from it. Bounds are numbers or the name of another argument of the
+same distribution (``Uniform``'s value lies in ``interval("lower", "upper")``).
+"""
+
+from typing import NamedTuple, Optional, Union
+
+import numpy as np
+
+Bound = Union[float, str, None]
+
+
+class Constraint(NamedTuple):
+    """A set of admissible values.
+
+    Attributes
+    ----------
+    name : str
+        One of ``real``, ``positive``, ``nonnegative``, ``greater_than``,
+        ``less_than``, ``interval``, ``unit_interval``, ``nonnegative_integer``,
+        ``integer_interval``, ``simplex``, ``ordered``, ``positive_ordered``.
+    lower, upper : float, str or None
+        Bounds; a string names another argument whose value is the bound.
+    lower_closed, upper_closed : bool
+        Whether the bound itself belongs to the set.
+    integer : bool
+        Whether only integers belong to the set.
+    """
+
+    name: str
+    lower: Bound = None
+    upper: Bound = None
+    lower_closed: bool = False
+    upper_closed: bool = False
+    integer: bool = False
+
+    def __repr__(self):
+        return f"ld.{self.name}" if self.lower is None and self.upper is None else describe(self)
+
+
+def greater_than(lower, closed=False):
+    """Values above ``lower`` (a number or an argument name)."""
+    return Constraint("greater_than", lower=lower, lower_closed=closed)
+
+
+def less_than(upper, closed=False):
+    """Values below ``upper`` (a number or an argument name)."""
+    return Constraint("less_than", upper=upper, upper_closed=closed)
+
+
+def interval(lower, upper, closed=False):
+    """Values between ``lower`` and ``upper``; the ends belong to it if ``closed``."""
+    return Constraint("interval", lower, upper, closed, closed)
+
+
+def integer_interval(lower, upper):
+    """Integers ``lower, lower + 1, ..., upper`` (bounds may be argument names)."""
+    return Constraint("integer_interval", lower, upper, True, True, integer=True)
+
+
+real = Constraint("real")
+positive = Constraint("positive", lower=0.0)
+nonnegative = Constraint("nonnegative", lower=0.0, lower_closed=True)
+unit_interval = Constraint("unit_interval", 0.0, 1.0, True, True)
+nonnegative_integer = Constraint("nonnegative_integer", lower=0.0, lower_closed=True, integer=True)
+# Event constraints: they hold for a whole vector, not element by element.
+simplex = Constraint("simplex", 0.0, 1.0, True, True)
+ordered = Constraint("ordered")
+positive_ordered = Constraint("positive_ordered", lower=0.0)
+
+EVENT_CONSTRAINTS = ("simplex", "ordered", "positive_ordered")
+
+
+def describe(constraint):
+    """The condition as a user reads it in an error message, e.g. ``must be > 0``."""
+    c = constraint
+    parts = []
+    if c.lower is not None and c.upper is not None:
+        left = "[" if c.lower_closed else "("
+        right = "]" if c.upper_closed else ")"
+        parts.append(f"in {left}{_fmt(c.lower)}, {_fmt(c.upper)}{right}")
+    elif c.lower is not None:
+        parts.append(f"{'>=' if c.lower_closed else '>'} {_fmt(c.lower)}")
+    elif c.upper is not None:
+        parts.append(f"{'<=' if c.upper_closed else '<'} {_fmt(c.upper)}")
+    else:
+        parts.append("finite")
+    if c.integer:
+        parts.append("an integer")
+    return "must be " + " and ".join(parts)
+
+
+def _fmt(bound):
+    return bound if isinstance(bound, str) else repr(float(bound))
+
+
+def resolve_bounds(constraint, arguments):
+    """Return ``(lower, upper)`` as numbers or arrays, looking up named bounds.
+
+    Missing bounds become ``-inf`` / ``inf``.
+    """
+    def look_up(bound, default):
+        if bound is None:
+            return default
+        return np.asarray(arguments[bound], dtype=float) if isinstance(bound, str) else bound
+
+    return look_up(constraint.lower, -np.inf), look_up(constraint.upper, np.inf)
+
+
+def contains(constraint, value, arguments=None):
+    """Elementwise mask: which entries of ``value`` lie in the set.
+
+    ``arguments`` maps argument names to values for named bounds. NaN is
+    never contained; infinities are contained only where a bound allows it
+    (never, for every constraint here, since the sets are open at infinity).
+    """
+    value = np.asarray(value, dtype=float)
+    lower, upper = resolve_bounds(constraint, arguments or {})
+    with np.errstate(invalid="ignore"):
+        inside = np.isfinite(value)
+        inside &= (value >= lower) if constraint.lower_closed else (value > lower)
+        inside &= (value <= upper) if constraint.upper_closed else (value < upper)
+        if constraint.integer:
+            inside &= value == np.floor(value)
+    return inside

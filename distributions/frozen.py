@@ -1,0 +1,124 @@
+"""The public, scipy-like face of a distribution: parameters bound once.
+
+``Normal(0.0, 2.0).logpdf(x)`` evaluates over numpy arrays with broadcasting.
+The same object holds model expressions as parameters when it is used in a
+model; then only the engine evaluates it. Numeric arguments are validated
+here, at the boundary, with errors that name the distribution, the argument,
+the offending index and value, and the violated condition.
+"""
+
+import numbers
+
+import numpy as np
+
+from distributions import vectorize
+from distributions.constraints import contains, describe
+
+
+class InvalidArgumentError(ValueError):
+    """An argument of a distribution violates its constraint."""
+
+
+def is_numeric(value):
+    """Whether ``value`` is a number or array (as opposed to a model expression)."""
+    if isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(is_numeric(v) for v in value)
+    return False
+
+
+def _first_violation(name, value, mask):
+    """``name=value`` or ``name[i, j]=value`` for the first entry where ``mask`` is false."""
+    value = np.asarray(value)
+    if value.ndim == 0:
+        return f"{name}={value.item()!r}"
+    index = np.unravel_index(int(np.argmin(np.broadcast_to(mask, value.shape))), value.shape)
+    where = ", ".join(str(int(i)) for i in index)
+    return f"{name}[{where}]={value[index].item()!r}"
+
+
+class Distribution:
+    """Base of every public distribution class; ``spec`` says which one it is."""
+
+    spec = None
+
+    def __init__(self, *args, **kwargs):
+        names = self.spec.param_names
+        if len(args) > len(names):
+            raise TypeError(f"{self.spec.name} takes {len(names)} parameters {names}, got {len(args)}")
+        bound = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(f"{self.spec.name} has no parameter {key!r}; parameters are {names}")
+            if key in bound:
+                raise TypeError(f"{self.spec.name}: parameter {key!r} given twice")
+            bound[key] = value
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise TypeError(f"{self.spec.name}: missing parameter(s) {missing}")
+        self.params = {n: self._convert(n, bound[n]) for n in names}
+        self._validate_params()
+
+    @staticmethod
+    def _convert(name, value):
+        return np.asarray(value, dtype=float) if is_numeric(value) else value
+
+    @property
+    def numeric(self):
+        """Whether every parameter is a number or array (no model expression)."""
+        return all(isinstance(v, np.ndarray) for v in self.params.values())
+
+    def _validate_params(self):
+        numeric = {n: v for n, v in self.params.items() if isinstance(v, np.ndarray)}
+        for p in self.spec.params:
+            if p.name not in numeric:
+                continue
+            bounds_known = all(b not in self.params or b in numeric
+                               for b in (p.constraint.lower, p.constraint.upper) if isinstance(b, str))
+            if not bounds_known:
+                continue
+            value = numeric[p.name]
+            ok = contains(p.constraint, value, numeric)
+            if not np.all(ok):
+                raise InvalidArgumentError(
+                    f"{self.spec.name}: {_first_violation(p.name, value, ok)}, {describe(p.constraint)}")
+
+    def _arrays(self, x):
+        if not self.numeric:
+            raise TypeError(f"{self.spec.name}: parameters are model expressions; "
+                            "evaluate it inside a model (Model.observe/param), not with logpdf")
+        x = np.asarray(x, dtype=float)
+        nan = np.isnan(x)
+        if np.any(nan):
+            raise InvalidArgumentError(f"{self.spec.name}: {_first_violation('x', x, ~nan)}, must not be NaN")
+        return (x,) + tuple(self.params[n] for n in self.spec.param_names)
+
+    def logpdf(self, x):
+        """Normalized log density (log mass if discrete) at ``x``; ``-inf`` outside the support."""
+        out = vectorize.logpdf(self.spec, self._arrays(x))
+        return out[()] if out.ndim == 0 else out
+
+    def logpmf(self, x):
+        """Alias of ``logpdf`` in scipy's vocabulary for discrete distributions."""
+        return self.logpdf(x)
+
+    def logpdf_grad(self, x):
+        """``(lp, grads)``: the log density and its partials by argument name.
+
+        ``grads`` has ``"x"`` for continuous distributions and every real
+        parameter; arrays have the broadcast shape. Partials are 0 where
+        ``lp`` is ``-inf``.
+        """
+        lp, partials = vectorize.logpdf_grad(self.spec, self._arrays(x))
+        wanted = self.spec.gradient_args()
+        grads = {n: (g[()] if g.ndim == 0 else g)
+                 for n, g in zip(self.spec.arg_names, partials) if n in wanted}
+        return (lp[()] if lp.ndim == 0 else lp), grads
+
+    def __repr__(self):
+        def show(v):
+            return repr(v.item()) if isinstance(v, np.ndarray) and v.ndim == 0 else (
+                f"array{v.shape}" if isinstance(v, np.ndarray) else repr(v))
+        args = ", ".join(f"{n}={show(v)}" for n, v in self.params.items())
+        return f"{self.spec.name}({args})"

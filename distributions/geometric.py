@@ -1,0 +1,73 @@
+"""Geometric distribution: the number of failures before the first success.
+
+    log p(x | p) = log(p) + x log(1 - p),   x = 0, 1, 2, ...
+
+Parameters: p in (0, 1], the probability of success; p = 1 is the point
+mass at 0 (``logpmf(0 | p=1) = 0``, -inf elsewhere).
+scipy: ``scipy.stats.geom(p).logpmf(x + 1)`` (scipy counts trials, not
+failures); Stan has no geometric; it is ``neg_binomial_lpmf(x | 1, p / (1 - p))``.
+"""
+
+import math
+
+from numba.extending import register_jitable
+
+from distributions.constraints import Constraint, nonnegative_integer
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+
+# p in (0, 1]: open at 0 (no success ever), closed at 1.
+_PROBABILITY = Constraint("interval", 0.0, 1.0, False, True)
+
+
+@register_jitable
+def _zero_mass(x, p):
+    """Invalid p, x off the nonnegative integers, or x > 0 when p = 1."""
+    if not (0.0 < p <= 1.0) or not (0.0 <= x < math.inf) or x != math.floor(x):
+        return True
+    return p == 1.0 and x > 0.0
+
+
+@register_jitable
+def logpdf(x, p):
+    """Normalized log mass; ``-inf`` off the nonnegative integers or for p outside (0, 1]."""
+    if _zero_mass(x, p):
+        return -math.inf
+    # x = 0 skips x log1p(-p), which is 0 * (-inf) at p = 1.
+    return math.log(p) + (x * math.log1p(-p) if x > 0.0 else 0.0)
+
+
+@register_jitable
+def logpdf_grad(x, p, keep):
+    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
+    if _zero_mass(x, p):
+        return -math.inf, 0.0, 0.0
+    lp = 0.0
+    d_p = 0.0
+    if keep[0]:
+        lp = math.log(p)
+        d_p = 1.0 / p
+    if keep[1] and x > 0.0:
+        lp += x * math.log1p(-p)
+        d_p -= x / (1.0 - p)
+    if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
+        return -math.inf, 0.0, 0.0
+    return lp, 0.0, d_p
+
+
+SPEC = Spec(
+    name="Geometric",
+    params=(Param("p", _PROBABILITY),),
+    support=nonnegative_integer,
+    summands=(
+        Summand(("p",), "log(p)"),
+        Summand(("x", "p"), "x log(1 - p)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Geometric(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

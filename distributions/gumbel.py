@@ -1,0 +1,85 @@
+"""Gumbel (maximum extreme value, type I) distribution.
+
+    log p(x | loc, scale) = -z - exp(-z) - log(scale),   z = (x - loc) / scale
+
+Support: x real. Parameters: loc real (the mode), scale > 0.
+scipy: ``scipy.stats.gumbel_r(loc, scale)``; Stan: ``gumbel_lpdf(x | loc, scale)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import positive, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+
+# Smallest normal float: below it 1 / scale overflows and partials such as
+# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
+SCALE_MIN = sys.float_info.min
+
+# Below z = Z_MIN the log density, -z - exp(-z), is under -1e304 and is taken
+# as -inf: exp(-z) would soon overflow (plain Python's math.exp raises past
+# z = -709.78) and so would the partial in scale, about z exp(-z) / scale.
+Z_MIN = -700.0
+
+
+@register_jitable
+def _valid(x, loc, scale):
+    return SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
+
+
+@register_jitable
+def logpdf(x, loc, scale):
+    """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
+    if not _valid(x, loc, scale):
+        return -math.inf
+    z = (x - loc) / scale
+    if z < Z_MIN:
+        return -math.inf
+    return -z - math.exp(-z) - math.log(scale)
+
+
+@register_jitable
+def logpdf_grad(x, loc, scale, keep):
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
+    if not _valid(x, loc, scale):
+        return -math.inf, 0.0, 0.0, 0.0
+    inv_scale = 1.0 / scale
+    z = (x - loc) / scale
+    lp = 0.0
+    d_x = 0.0
+    d_scale = 0.0
+    if keep[0]:
+        if z < Z_MIN:
+            return -math.inf, 0.0, 0.0, 0.0
+        # d/dz [-z - exp(-z)] = exp(-z) - 1 = expm1(-z), exact near the mode.
+        lp -= z + math.exp(-z)
+        slope = math.expm1(-z)
+        d_x = slope * inv_scale
+        d_scale = -slope * z * inv_scale
+    if keep[1]:
+        lp -= math.log(scale)
+        d_scale -= inv_scale
+    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
+        return -math.inf, 0.0, 0.0, 0.0
+    return lp, d_x, -d_x, d_scale
+
+
+SPEC = Spec(
+    name="Gumbel",
+    params=(Param("loc", real), Param("scale", positive)),
+    support=real,
+    summands=(
+        Summand(("x", "loc", "scale"), "-z - exp(-z), z = (x - loc) / scale"),
+        Summand(("scale",), "-log(scale)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Gumbel(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,80 @@
+"""Laplace (double exponential) distribution.
+
+    log p(x | loc, scale) = -log(2) - log(scale) - |x - loc| / scale
+
+Support: x real. Parameters: loc real, scale > 0.
+scipy: ``scipy.stats.laplace(loc, scale)``; Stan: ``double_exponential_lpdf(x | loc, scale)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import positive, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import LOG_2
+
+# Smallest normal float: below it 1 / scale overflows and partials such as
+# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
+SCALE_MIN = sys.float_info.min
+
+
+@register_jitable
+def logpdf(x, loc, scale):
+    """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
+    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf
+    return -abs(x - loc) / scale - math.log(scale) - LOG_2
+
+
+@register_jitable
+def logpdf_grad(x, loc, scale, keep):
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``.
+
+    At x = loc, where |x - loc| has a kink, the partials in x and loc are 0
+    (the mean of the one-sided derivatives, as sign(0) = 0 in Stan).
+    """
+    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf, 0.0, 0.0, 0.0
+    inv_scale = 1.0 / scale
+    diff = x - loc
+    lp = 0.0
+    d_x = 0.0
+    d_scale = 0.0
+    if keep[0]:
+        abs_z = abs(diff) / scale
+        lp -= abs_z
+        if diff > 0.0:
+            d_x = -inv_scale
+        elif diff < 0.0:
+            d_x = inv_scale
+        d_scale = abs_z * inv_scale
+    if keep[1]:
+        lp -= math.log(scale)
+        d_scale -= inv_scale
+    if keep[2]:
+        lp -= LOG_2
+    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
+        return -math.inf, 0.0, 0.0, 0.0
+    return lp, d_x, -d_x, d_scale
+
+
+SPEC = Spec(
+    name="Laplace",
+    params=(Param("loc", real), Param("scale", positive)),
+    support=real,
+    summands=(
+        Summand(("x", "loc", "scale"), "-|x - loc| / scale"),
+        Summand(("scale",), "-log(scale)"),
+        Summand((), "-log(2)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Laplace(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,85 @@
+"""Log-normal distribution: log(x) is Normal(loc, scale).
+
+    log p(x | loc, scale) = -z^2 / 2 - log(x) - log(scale) - log(2 pi) / 2,
+    z = (log(x) - loc) / scale
+
+Support: x > 0. Parameters: loc real (the mean of log x), scale > 0.
+scipy: ``scipy.stats.lognorm(s=scale, scale=exp(loc))``; Stan:
+``lognormal_lpdf(x | loc, scale)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import positive, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import LOG_SQRT_2PI
+
+# Smallest normal float: below it 1 / scale overflows and partials such as
+# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
+SCALE_MIN = sys.float_info.min
+
+
+@register_jitable
+def logpdf(x, loc, scale):
+    """Normalized log density; ``-inf`` for x <= 0 or scale <= 0."""
+    if not (SCALE_MIN <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
+        return -math.inf
+    log_x = math.log(x)
+    z = (log_x - loc) / scale
+    return -0.5 * z * z - log_x - math.log(scale) - LOG_SQRT_2PI
+
+
+@register_jitable
+def logpdf_grad(x, loc, scale, keep):
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
+    if not (SCALE_MIN <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
+        return -math.inf, 0.0, 0.0, 0.0
+    inv_scale = 1.0 / scale
+    log_x = math.log(x)
+    z = (log_x - loc) / scale
+    lp = 0.0
+    d_log_x = 0.0  # the partial with respect to log(x); d_x = d_log_x / x
+    d_loc = 0.0
+    d_scale = 0.0
+    if keep[0]:
+        lp -= 0.5 * z * z
+        d_loc = z * inv_scale
+        d_log_x = -d_loc
+        d_scale = z * z * inv_scale
+    if keep[1]:
+        lp -= log_x
+        d_log_x -= 1.0
+    if keep[2]:
+        lp -= math.log(scale)
+        d_scale -= inv_scale
+    if keep[3]:
+        lp -= LOG_SQRT_2PI
+    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
+        return -math.inf, 0.0, 0.0, 0.0
+    # One division at the end: for a subnormal x, 1/x overflows, and
+    # (d_log_x) * (1/x) could be 0 * inf or inf - inf.
+    return lp, d_log_x / x, d_loc, d_scale
+
+
+SPEC = Spec(
+    name="LogNormal",
+    params=(Param("loc", real), Param("scale", positive)),
+    support=positive,
+    summands=(
+        Summand(("x", "loc", "scale"), "-((log(x) - loc) / scale)**2 / 2"),
+        Summand(("x",), "-log(x)"),
+        Summand(("scale",), "-log(scale)"),
+        Summand((), "-log(2 pi) / 2"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class LogNormal(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,82 @@
+"""Logistic distribution.
+
+    log p(x | loc, scale) = -z - 2 log(1 + exp(-z)) - log(scale),   z = (x - loc) / scale
+
+Support: x real. Parameters: loc real, scale > 0.
+scipy: ``scipy.stats.logistic(loc, scale)``; Stan: ``logistic_lpdf(x | loc, scale)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import positive, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+
+# Smallest normal float: below it 1 / scale overflows and partials such as
+# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
+SCALE_MIN = sys.float_info.min
+
+
+@register_jitable
+def _log_kernel(z):
+    """-z - 2 log(1 + exp(-z)), written through |z|.
+
+    The density is symmetric in z, so the expression equals
+    -|z| - 2 log1p(exp(-|z|)): exp never overflows and log1p keeps the small
+    tail correction exact.
+    """
+    a = abs(z)
+    return -a - 2.0 * math.log1p(math.exp(-a))
+
+
+@register_jitable
+def logpdf(x, loc, scale):
+    """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
+    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf
+    return _log_kernel((x - loc) / scale) - math.log(scale)
+
+
+@register_jitable
+def logpdf_grad(x, loc, scale, keep):
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
+    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf, 0.0, 0.0, 0.0
+    inv_scale = 1.0 / scale
+    z = (x - loc) / scale
+    lp = 0.0
+    d_x = 0.0
+    d_scale = 0.0
+    if keep[0]:
+        # d/dz [-z - 2 log(1 + exp(-z))] = -1 + 2 / (1 + exp(z)) = -tanh(z / 2).
+        lp += _log_kernel(z)
+        slope = -math.tanh(0.5 * z)
+        d_x = slope * inv_scale
+        d_scale = -slope * z * inv_scale
+    if keep[1]:
+        lp -= math.log(scale)
+        d_scale -= inv_scale
+    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
+        return -math.inf, 0.0, 0.0, 0.0
+    return lp, d_x, -d_x, d_scale
+
+
+SPEC = Spec(
+    name="Logistic",
+    params=(Param("loc", real), Param("scale", positive)),
+    support=real,
+    summands=(
+        Summand(("x", "loc", "scale"), "-z - 2 log(1 + exp(-z)), z = (x - loc) / scale"),
+        Summand(("scale",), "-log(scale)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Logistic(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,157 @@
+"""Negative binomial distribution, mean-dispersion parameterization.
+
+    log p(x | mu, phi) = lgamma(x + phi) - lgamma(phi) - lgamma(x + 1)
+                         + x log(mu / (mu + phi)) + phi log(phi / (mu + phi)),   x = 0, 1, 2, ...
+
+Mean mu, variance mu + mu^2 / phi; as phi -> inf it tends to Poisson(mu).
+Parameters: mu > 0, phi > 0. The kernels stay accurate up to phi ~ 1e12 and
+beyond: lgamma(x + phi) - lgamma(phi) is ``log_rising_factorial(phi, x)``
+and the two logs of ratios are written as -log1p(phi / mu) and
+-log1p(mu / phi), so nothing of size log(phi) or phi is cancelled by hand.
+scipy: ``scipy.stats.nbinom(n=phi, p=phi / (mu + phi))``;
+Stan: ``neg_binomial_2_lpmf(x | mu, phi)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import nonnegative_integer, positive
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import digamma_diff, log_rising_factorial
+
+_MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
+# Below the smallest normal float 1 / phi overflows and digamma_diff(phi, x) is inf,
+# so the phi partial would be inf - inf: such phi are treated as invalid.
+_PHI_MIN = sys.float_info.min
+
+
+@register_jitable
+def _log1p_ratio(a, b):
+    """log(1 + a / b) for a, b > 0, finite even where a / b overflows."""
+    r = a / b
+    if r < math.inf:
+        return math.log1p(r)
+    return math.log(a) - math.log(b)  # a / b > 1e308: the 1 is below rounding
+
+
+@register_jitable
+def _log1pmx(x):
+    """log(1 + x) - x for x > -1, without cancellation near 0.
+
+    With s = x / (2 + x), log1p(x) = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...)
+    and 2 s - x = -x s, so log1p(x) - x = -x s + 2 (s^3/3 + s^5/5 + ...):
+    every term is O(x^2) and, for x < 0, of one sign.
+    """
+    if not (-0.5 <= x <= 0.5):
+        return math.log1p(x) - x  # |result| > 0.09 |x|: no harmful cancellation
+    s = x / (2.0 + x)
+    s2 = s * s
+    total = -x * s
+    power = 2.0 * s * s2
+    k = 3.0
+    while k < 80.0:  # |s| <= 1/3: s^2k falls below eps by k ~ 17
+        term = power / k
+        total += term
+        if abs(term) <= 1e-17 * abs(total):
+            break
+        power *= s2
+        k += 2.0
+    return total
+
+
+@register_jitable
+def _outside(x, mu, phi):
+    """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT)."""
+    if not (0.0 < mu < math.inf and _PHI_MIN <= phi < math.inf):
+        return True
+    return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
+
+
+@register_jitable
+def logpdf(x, mu, phi):
+    """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
+    if _outside(x, mu, phi):
+        return -math.inf
+    # x log(mu / (mu + phi)) = -x log1p(phi / mu); phi log(phi / (mu + phi)) = -phi log1p(mu / phi)
+    return (log_rising_factorial(phi, x) - math.lgamma(x + 1.0)
+            - x * _log1p_ratio(phi, mu) - phi * _log1p_ratio(mu, phi))
+
+
+@register_jitable
+def logpdf_grad(x, mu, phi, keep):
+    """``(lp, d_x = 0, d_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
+    if _outside(x, mu, phi):
+        return -math.inf, 0.0, 0.0, 0.0
+    # u = mu / (mu + phi) and w = phi / (mu + phi) = 1 - u, each from one
+    # quotient that cannot overflow (mu + phi may).
+    u = 1.0 / (1.0 + phi / mu)
+    w = 1.0 / (1.0 + mu / phi)
+    # The phi partial, summand by summand:
+    #   lgamma(x + phi) - lgamma(phi)  -> digamma_diff(phi, x)          ~ x / phi
+    #   -x log1p(phi / mu)             -> -x / (mu + phi)               ~ -x / phi
+    #   -phi log1p(mu / phi)           -> log1pmx(-u) (derived below)   ~ -mu^2 / (2 phi^2)
+    # Each is exact to rounding, even at phi = 1e12. The first two cancel: the
+    # total is -((x - mu)^2 - x) / (2 phi^2) + O(phi^-3). Kept as separate
+    # summands, it has an absolute error ~eps x / phi (~1e-27 at phi = 1e12).
+    lp = 0.0
+    d_mu = 0.0
+    d_phi = 0.0
+    if keep[0]:
+        lp -= math.lgamma(x + 1.0)
+    if keep[1]:
+        lp += log_rising_factorial(phi, x)
+        d_phi += digamma_diff(phi, x)
+    if keep[2]:
+        # d/dmu -x log1p(phi/mu) = x phi / (mu (mu + phi)) = (x / mu) w;
+        # d/dphi = -x / (mu + phi) (0 if mu + phi overflows, as it should).
+        lp -= x * _log1p_ratio(phi, mu)
+        d_mu += x / mu * w
+        d_phi -= x / (mu + phi)
+    if keep[3]:
+        lp, d_mu, d_phi = _dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi)
+    if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
+        return -math.inf, 0.0, 0.0, 0.0
+    return lp, 0.0, d_mu, d_phi
+
+
+@register_jitable
+def _dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi):
+    """Add -phi log1p(mu / phi) and its partials to ``(lp, d_mu, d_phi)``.
+
+    d/dmu = -phi / (mu + phi) = -w. d/dphi = -log1p(mu/phi) + mu / (mu + phi):
+    since 1 + mu/phi = 1 / (1 - u), this is log1p(-u) + u = log1pmx(-u), two
+    O(mu/phi) terms whose difference is -u^2/2 + O(u^3) at large phi; log1pmx
+    gives it to full relative accuracy. For u > 1/2 there is no cancellation
+    and the value's log1p is reused.
+    """
+    log1p_ratio = _log1p_ratio(mu, phi)
+    lp -= phi * log1p_ratio
+    d_mu -= w
+    if u <= 0.5:
+        d_phi += _log1pmx(-u)
+    else:
+        d_phi += u - log1p_ratio
+    return lp, d_mu, d_phi
+
+
+SPEC = Spec(
+    name="NegativeBinomial",
+    params=(Param("mu", positive), Param("phi", positive)),
+    support=nonnegative_integer,
+    summands=(
+        Summand(("x",), "-lgamma(x + 1)"),
+        Summand(("x", "phi"), "lgamma(x + phi) - lgamma(phi)"),
+        Summand(("x", "mu", "phi"), "x log(mu / (mu + phi))"),
+        Summand(("mu", "phi"), "phi log(phi / (mu + phi))"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class NegativeBinomial(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,66 @@
+"""Normal distribution.
+
+    log p(x | loc, scale) = -z^2 / 2 - log(scale) - log(2 pi) / 2,   z = (x - loc) / scale
+
+Support: x real. Parameters: loc real, scale > 0.
+scipy: ``scipy.stats.norm(loc, scale)``; Stan: ``normal_lpdf(x | loc, scale)``.
+"""
+
+import math
+
+from numba.extending import register_jitable
+
+from distributions.constraints import positive, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import LOG_SQRT_2PI
+
+
+@register_jitable
+def logpdf(x, loc, scale):
+    """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
+    if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf
+    z = (x - loc) / scale
+    return -0.5 * z * z - math.log(scale) - LOG_SQRT_2PI
+
+
+@register_jitable
+def logpdf_grad(x, loc, scale, keep):
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
+    if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+        return -math.inf, 0.0, 0.0, 0.0
+    inv_scale = 1.0 / scale
+    z = (x - loc) * inv_scale
+    lp = 0.0
+    d_x = 0.0
+    d_scale = 0.0
+    if keep[0]:
+        lp -= 0.5 * z * z
+        d_x = -z * inv_scale
+        d_scale = z * z * inv_scale
+    if keep[1]:
+        lp -= math.log(scale)
+        d_scale -= inv_scale
+    if keep[2]:
+        lp -= LOG_SQRT_2PI
+    return lp, d_x, -d_x, d_scale
+
+
+SPEC = Spec(
+    name="Normal",
+    params=(Param("loc", real), Param("scale", positive)),
+    support=real,
+    summands=(
+        Summand(("x", "loc", "scale"), "-((x - loc) / scale)**2 / 2"),
+        Summand(("scale",), "-log(scale)"),
+        Summand((), "-log(2 pi) / 2"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Normal(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,92 @@
+"""Pareto distribution (type I).
+
+    log p(x | alpha, scale) = log(alpha) + alpha log(scale / x) - log(x)
+
+Support: x >= scale (x = scale included, where the density is alpha / scale).
+Parameters: alpha > 0 (the tail index), scale > 0 (the minimum value).
+scipy: ``scipy.stats.pareto(b=alpha, scale=scale)``;
+Stan: ``pareto_lpdf(x | scale, alpha)`` (note Stan's argument order).
+
+Stan splits ``alpha log(scale) - (alpha + 1) log(x)``; here the two logarithms
+are taken as one ratio, ``log(scale / x) <= 0``, which does not cancel when x
+and scale are both large, and ``-log(x)`` is a data-only summand.
+"""
+
+import math
+
+from numba.extending import register_jitable
+
+from distributions.constraints import greater_than, positive
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+
+
+@register_jitable
+def _valid(x, alpha, scale):
+    return 0.0 < alpha < math.inf and 0.0 < scale <= x < math.inf
+
+
+@register_jitable
+def _log_ratio(a, b):
+    """log(a / b) for a, b > 0: one rounding when the ratio is a normal number,
+    the difference of logarithms when it would underflow or overflow."""
+    ratio = a / b
+    if 1e-300 < ratio < 1e300:
+        return math.log(ratio)
+    return math.log(a) - math.log(b)
+
+
+@register_jitable
+def logpdf(x, alpha, scale):
+    """Normalized log density; ``-inf`` for x < scale or a parameter <= 0."""
+    if not _valid(x, alpha, scale):
+        return -math.inf
+    return math.log(alpha) + alpha * _log_ratio(scale, x) - math.log(x)
+
+
+@register_jitable
+def logpdf_grad(x, alpha, scale, keep):
+    """``(lp, d_x, d_alpha, d_scale)``; see ``distributions.spec`` for ``keep``.
+
+    At x = scale the partials in x and scale are one-sided.
+    """
+    if not _valid(x, alpha, scale):
+        return -math.inf, 0.0, 0.0, 0.0
+    lp = 0.0
+    d_x = 0.0
+    d_alpha = 0.0
+    d_scale = 0.0
+    if keep[0]:
+        lp = math.log(alpha)
+        d_alpha = 1.0 / alpha
+    if keep[1]:
+        log_ratio = _log_ratio(scale, x)
+        lp += alpha * log_ratio
+        d_x = -alpha / x
+        d_alpha += log_ratio
+        d_scale = alpha / scale
+    if keep[2]:
+        lp -= math.log(x)
+        d_x -= 1.0 / x
+    if not (lp > -math.inf):  # alpha log(scale / x) overflowed: a rejected point
+        return -math.inf, 0.0, 0.0, 0.0
+    return lp, d_x, d_alpha, d_scale
+
+
+SPEC = Spec(
+    name="Pareto",
+    params=(Param("alpha", positive), Param("scale", positive)),
+    support=greater_than("scale", closed=True),
+    summands=(
+        Summand(("alpha",), "log(alpha)"),
+        Summand(("x", "alpha", "scale"), "alpha log(scale / x)"),
+        Summand(("x",), "-log(x)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Pareto(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

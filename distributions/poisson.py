@@ -1,0 +1,58 @@
+"""Poisson distribution.
+
+    log p(x | rate) = x log(rate) - rate - lgamma(x + 1),   x = 0, 1, 2, ...
+
+Parameters: rate > 0 (rate = 0 is the point mass at 0 and is not allowed).
+scipy: ``scipy.stats.poisson(rate)``; Stan: ``poisson_lpmf(x | rate)``.
+"""
+
+import math
+
+from numba.extending import register_jitable
+
+from distributions.constraints import nonnegative_integer, positive
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+
+_MAX_COUNT = 2.5e305  # lgamma(x + 1) overflows just above: such counts have mass 0
+
+
+@register_jitable
+def logpdf(x, rate):
+    """Normalized log mass; ``-inf`` off the nonnegative integers or for rate <= 0."""
+    if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
+        return -math.inf
+    return x * math.log(rate) - rate - math.lgamma(x + 1.0)
+
+
+@register_jitable
+def logpdf_grad(x, rate, keep):
+    """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep``."""
+    if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
+        return -math.inf, 0.0, 0.0
+    lp = 0.0
+    d_rate = 0.0
+    if keep[0]:
+        lp = x * math.log(rate) - rate
+        d_rate = x / rate - 1.0
+    if keep[1]:
+        lp -= math.lgamma(x + 1.0)
+    return lp, 0.0, d_rate
+
+
+SPEC = Spec(
+    name="Poisson",
+    params=(Param("rate", positive),),
+    support=nonnegative_integer,
+    summands=(
+        Summand(("x", "rate"), "x log(rate) - rate"),
+        Summand(("x",), "-lgamma(x + 1)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Poisson(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

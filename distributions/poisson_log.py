@@ -1,0 +1,74 @@
+"""Poisson distribution on the log scale.
+
+    log p(x | log_rate) = x log_rate - exp(log_rate) - lgamma(x + 1),   x = 0, 1, 2, ...
+
+Parameters: log_rate real (rate = exp(log_rate)). Where exp(log_rate)
+overflows (log_rate > log(max float) ~ 709.78) every representable count
+has mass 0 in float64 and the kernels return -inf instead of evaluating
+inf - inf; below that the formula is evaluated as written.
+scipy: ``scipy.stats.poisson(exp(log_rate))``; Stan: ``poisson_log_lpmf(x | log_rate)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import nonnegative_integer, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+
+_LOG_MAX = math.log(sys.float_info.max)  # exp(_LOG_MAX) is still finite
+_MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
+
+
+@register_jitable
+def _outside(x, log_rate):
+    """Invalid or overflowing log rate, or x off the nonnegative integers (or above _MAX_COUNT)."""
+    if not (-math.inf < log_rate <= _LOG_MAX):
+        return True
+    return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
+
+
+@register_jitable
+def logpdf(x, log_rate):
+    """Normalized log mass; ``-inf`` off the nonnegative integers or for an invalid log rate."""
+    if _outside(x, log_rate):
+        return -math.inf
+    return x * log_rate - math.exp(log_rate) - math.lgamma(x + 1.0)
+
+
+@register_jitable
+def logpdf_grad(x, log_rate, keep):
+    """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep``."""
+    if _outside(x, log_rate):
+        return -math.inf, 0.0, 0.0
+    lp = 0.0
+    d_log_rate = 0.0
+    if keep[0]:
+        rate = math.exp(log_rate)
+        lp = x * log_rate - rate
+        d_log_rate = x - rate
+    if keep[1]:
+        lp -= math.lgamma(x + 1.0)
+    if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
+        return -math.inf, 0.0, 0.0
+    return lp, 0.0, d_log_rate
+
+
+SPEC = Spec(
+    name="PoissonLog",
+    params=(Param("log_rate", real),),
+    support=nonnegative_integer,
+    summands=(
+        Summand(("x", "log_rate"), "x log_rate - exp(log_rate)"),
+        Summand(("x",), "-lgamma(x + 1)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class PoissonLog(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,98 @@
+"""Skew-normal distribution.
+
+    log p(x | loc, scale, alpha) = log 2 - log(2 pi) / 2 - log(scale) - z^2 / 2
+                                   + log Phi(alpha z),   z = (x - loc) / scale
+
+Phi is the standard normal cdf. Support: x real. Parameters: loc real,
+scale > 0, alpha real (the shape; alpha = 0 is Normal(loc, scale)).
+scipy: ``scipy.stats.skewnorm(alpha, loc, scale)``; Stan:
+``skew_normal_lpdf(x | loc, scale, alpha)``.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import positive, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import LOG_2, LOG_SQRT_2PI, dlog_ndtr, log_ndtr
+
+# Smallest normal float: below it 1 / scale overflows and partials such as
+# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
+SCALE_MIN = sys.float_info.min
+
+
+@register_jitable
+def _valid(x, loc, scale, alpha):
+    return (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
+            and math.isfinite(alpha))
+
+
+@register_jitable
+def logpdf(x, loc, scale, alpha):
+    """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
+    if not _valid(x, loc, scale, alpha):
+        return -math.inf
+    z = (x - loc) / scale
+    if not math.isfinite(z):  # overflow: the density underflows; alpha * z could be NaN
+        return -math.inf
+    return -0.5 * z * z - math.log(scale) + log_ndtr(alpha * z) + (LOG_2 - LOG_SQRT_2PI)
+
+
+@register_jitable
+def logpdf_grad(x, loc, scale, alpha, keep):
+    """``(lp, d_x, d_loc, d_scale, d_alpha)``; see ``distributions.spec`` for ``keep``."""
+    if not _valid(x, loc, scale, alpha):
+        return -math.inf, 0.0, 0.0, 0.0, 0.0
+    inv_scale = 1.0 / scale
+    z = (x - loc) / scale
+    if not math.isfinite(z):
+        return -math.inf, 0.0, 0.0, 0.0, 0.0
+    lp = 0.0
+    d_x = 0.0
+    d_scale = 0.0
+    d_alpha = 0.0
+    if keep[0]:
+        lp -= 0.5 * z * z
+        d_x = -z * inv_scale
+        d_scale = z * z * inv_scale
+    if keep[1]:
+        lp -= math.log(scale)
+        d_scale -= inv_scale
+    if keep[2]:
+        # d log Phi(w) / dw = phi(w) / Phi(w), which dlog_ndtr keeps finite and
+        # accurate deep in the lower tail (where it tends to -w).
+        w = alpha * z
+        lp += log_ndtr(w)
+        ratio = dlog_ndtr(w)
+        d_x += alpha * ratio * inv_scale
+        if ratio > 0.0:  # ratio is 0 where w overflows to +inf: w * ratio -> 0
+            d_scale -= w * ratio * inv_scale
+        d_alpha = z * ratio
+    if keep[3]:
+        lp += LOG_2 - LOG_SQRT_2PI
+    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
+        return -math.inf, 0.0, 0.0, 0.0, 0.0
+    return lp, d_x, -d_x, d_scale, d_alpha
+
+
+SPEC = Spec(
+    name="SkewNormal",
+    params=(Param("loc", real), Param("scale", positive), Param("alpha", real)),
+    support=real,
+    summands=(
+        Summand(("x", "loc", "scale"), "-((x - loc) / scale)**2 / 2"),
+        Summand(("scale",), "-log(scale)"),
+        Summand(("x", "loc", "scale", "alpha"), "log Phi(alpha (x - loc) / scale)"),
+        Summand((), "log 2 - log(2 pi) / 2"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class SkewNormal(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,91 @@
+"""The declarative description every distribution module exports as ``SPEC``.
+
+The engine reads a spec to generate code (which kernel to call, which
+summands it may drop), the public API reads it to validate arguments, and the
+tests read it to draw points and check tags. The math lives in two scalar
+kernels of each distribution module:
+
+``logpdf(x, *params) -> float``
+    The full, normalized log density (log mass for discrete distributions).
+``logpdf_grad(x, *params, keep) -> (lp, d_x, d_param1, ...)``
+    Value and partials in one evaluation. ``keep`` is a tuple of booleans, one
+    per entry of ``SPEC.summands``: summand ``k`` is added (with its partials)
+    only when ``keep[k]`` is true. Partials come in argument order, ``d_x``
+    first; discrete distributions return ``d_x = 0.0`` and integer parameters
+    (Binomial's ``n``) get ``0.0``. Where the value is ``-inf`` every partial
+    is ``0.0``. ``keep = (True,) * len(summands)`` gives the full density.
+
+Both kernels are plain Python over ``math`` and ``distributions.special``,
+decorated with ``numba.extending.register_jitable``: they run uncompiled from
+Python and compile inside numba code. They never raise: an invalid parameter
+or a value outside the support gives ``-inf``.
+"""
+
+from typing import Callable, NamedTuple, Tuple
+
+from distributions.constraints import Constraint
+
+
+class Param(NamedTuple):
+    """A parameter: its name (scipy/Stan vocabulary) and its constraint."""
+
+    name: str
+    constraint: Constraint
+
+
+class Summand(NamedTuple):
+    """One summand of the log density, tagged by the arguments it depends on.
+
+    A summand whose arguments are all data or constants is the same at every
+    evaluation, so the engine drops it (``propto``) or computes it once when
+    data are set (Stan's ``include_summand``). ``depends`` names arguments as
+    in the kernel signature (``"x"`` for the value).
+    """
+
+    depends: Tuple[str, ...]
+    formula: str
+
+
+class Spec(NamedTuple):
+    """Everything the engine, the public API and the tests know about a distribution."""
+
+    name: str
+    params: Tuple[Param, ...]
+    support: Constraint
+    summands: Tuple[Summand, ...]
+    logpdf: Callable
+    logpdf_grad: Callable
+
+    @property
+    def discrete(self):
+        """Whether the value is an integer (a log mass function)."""
+        return self.support.integer
+
+    @property
+    def param_names(self):
+        return tuple(p.name for p in self.params)
+
+    @property
+    def arg_names(self):
+        """Kernel argument names in order: the value ``x`` then the parameters."""
+        return ("x",) + self.param_names
+
+    @property
+    def keep_all(self):
+        """The ``keep`` tuple of the full, normalized density."""
+        return (True,) * len(self.summands)
+
+    def keep_for(self, fixed, propto=True):
+        """The ``keep`` tuple when the arguments named in ``fixed`` never change.
+
+        With ``propto`` a summand is dropped when all its arguments are fixed
+        (pure constants included); without it, everything is kept.
+        """
+        if not propto:
+            return self.keep_all
+        return tuple(not set(s.depends) <= set(fixed) for s in self.summands)
+
+    def gradient_args(self):
+        """Names of the arguments that have partials: continuous ones only."""
+        names = () if self.discrete else ("x",)
+        return names + tuple(p.name for p in self.params if not p.constraint.integer)

@@ -1,0 +1,77 @@
+"""Continuous uniform distribution.
+
+    log p(x | lower, upper) = -log(upper - lower)
+
+Support: lower <= x <= upper (both ends included). Parameters: lower real,
+upper > lower.
+scipy: ``scipy.stats.uniform(loc=lower, scale=upper - lower)``;
+Stan: ``uniform_lpdf(x | lower, upper)``.
+"""
+
+import math
+
+from numba.extending import register_jitable
+
+from distributions.constraints import greater_than, interval, real
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import LOG_2
+
+_HALF_MAX = 8.988465674311579e307  # half the largest float64
+
+
+@register_jitable
+def _valid(x, lower, upper):
+    return -math.inf < lower < upper < math.inf and lower <= x <= upper
+
+
+@register_jitable
+def _log_width(lower, upper):
+    """``(log(upper - lower), 1 / (upper - lower))``, also where the difference
+    overflows (lower = -1e308, upper = 1e308): then both bounds are halved first."""
+    if -_HALF_MAX < lower and upper < _HALF_MAX:  # then upper - lower <= the largest float
+        width = upper - lower
+        return math.log(width), 1.0 / width
+    half = 0.5 * upper - 0.5 * lower
+    return math.log(half) + LOG_2, 0.5 / half
+
+
+@register_jitable
+def logpdf(x, lower, upper):
+    """Normalized log density; ``-inf`` outside [lower, upper] or for upper <= lower."""
+    if not _valid(x, lower, upper):
+        return -math.inf
+    return -_log_width(lower, upper)[0]
+
+
+@register_jitable
+def logpdf_grad(x, lower, upper, keep):
+    """``(lp, d_x = 0, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``.
+
+    The density is flat in x; d/dlower = 1 / (upper - lower) = -d/dupper.
+    """
+    if not _valid(x, lower, upper):
+        return -math.inf, 0.0, 0.0, 0.0
+    lp = 0.0
+    d_lower = 0.0
+    if keep[0]:
+        log_width, d_lower = _log_width(lower, upper)
+        lp = -log_width
+    return lp, 0.0, d_lower, -d_lower
+
+
+SPEC = Spec(
+    name="Uniform",
+    params=(Param("lower", real), Param("upper", greater_than("lower"))),
+    support=interval("lower", "upper", closed=True),
+    summands=(
+        Summand(("lower", "upper"), "-log(upper - lower)"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class Uniform(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

@@ -1,0 +1,109 @@
+"""Zero-inflated Poisson distribution.
+
+    p(0 | zi, rate) = zi + (1 - zi) exp(-rate)
+    p(x | zi, rate) = (1 - zi) rate^x exp(-rate) / x!,   x = 1, 2, ...
+
+zi is the probability of a structural zero: with probability zi the count is
+0, otherwise it is Poisson(rate). Parameters: zi in [0, 1] (zi = 0 is
+Poisson, zi = 1 the point mass at 0), rate > 0.
+scipy has no such class; the reference is ``log(zi + (1 - zi) poisson.pmf(0))``
+at 0 and ``log1p(-zi) + poisson.logpmf(x)`` elsewhere. Stan has no built-in;
+it is the usual ``log_mix(zi, 0, poisson_lpmf(0 | rate))`` at 0.
+"""
+
+import math
+import sys
+
+from numba.extending import register_jitable
+
+from distributions.constraints import nonnegative_integer, positive, unit_interval
+from distributions.frozen import Distribution
+from distributions.spec import Param, Spec, Summand
+from distributions.special import logaddexp
+
+_LOG_MAX = math.log(sys.float_info.max)
+_MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
+
+
+@register_jitable
+def _zero_mass(x, zi, rate):
+    """Invalid parameters, x off the nonnegative integers, or x > 0 when zi = 1."""
+    if not (0.0 <= zi <= 1.0 and 0.0 < rate < math.inf):
+        return True
+    if not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
+        return True
+    return zi == 1.0 and x > 0.0
+
+
+@register_jitable
+def _log_p0(zi, rate):
+    """log(zi + (1 - zi) exp(-rate)), the log mass at 0.
+
+    It is log1p(t) with t = (1 - zi) expm1(-rate) in (-1, 0], exact while
+    t > -1/2 (mass above 1/2; small rates included, where logaddexp would
+    subtract two nearly equal logs). Below, the mass is the sum of the two
+    positive terms zi and (1 - zi) exp(-rate): logaddexp of their logs.
+    """
+    t = (1.0 - zi) * math.expm1(-rate)
+    if t > -0.5:
+        return math.log1p(t)
+    if zi == 0.0:
+        return -rate
+    return logaddexp(math.log(zi), math.log1p(-zi) - rate)
+
+
+@register_jitable
+def logpdf(x, zi, rate):
+    """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
+    if _zero_mass(x, zi, rate):
+        return -math.inf
+    if x == 0.0:
+        return _log_p0(zi, rate)
+    return math.log1p(-zi) + x * math.log(rate) - rate - math.lgamma(x + 1.0)
+
+
+@register_jitable
+def logpdf_grad(x, zi, rate, keep):
+    """``(lp, d_x = 0, d_zi, d_rate)``; see ``distributions.spec`` for ``keep``."""
+    if _zero_mass(x, zi, rate):
+        return -math.inf, 0.0, 0.0, 0.0
+    lp = 0.0
+    d_zi = 0.0
+    d_rate = 0.0
+    if keep[0]:
+        lp -= math.lgamma(x + 1.0)
+    if keep[1] and x == 0.0:
+        # With p0 = exp(lp0): d/dzi = (1 - exp(-rate)) / p0, d/drate =
+        # -(1 - zi) exp(-rate) / p0 = -(1 - zi) exp(-rate - lp0), whose exponent
+        # is <= -log(1 - zi). 1 / p0 overflows only for zi < 1e-308 and
+        # rate > 709, where the true partial exceeds the float range: inf.
+        lp0 = _log_p0(zi, rate)
+        lp += lp0
+        d_zi = -math.expm1(-rate) * math.exp(-lp0) if -lp0 <= _LOG_MAX else math.inf
+        d_rate = -(1.0 - zi) * math.exp(-rate - lp0)
+    elif keep[1]:
+        lp += math.log1p(-zi) + x * math.log(rate) - rate
+        d_zi = -1.0 / (1.0 - zi)
+        d_rate = x / rate - 1.0
+    if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
+        return -math.inf, 0.0, 0.0, 0.0
+    return lp, 0.0, d_zi, d_rate
+
+
+SPEC = Spec(
+    name="ZeroInflatedPoisson",
+    params=(Param("zi", unit_interval), Param("rate", positive)),
+    support=nonnegative_integer,
+    summands=(
+        Summand(("x",), "-lgamma(x + 1)"),
+        Summand(("x", "zi", "rate"),
+                "log(zi + (1 - zi) exp(-rate)) if x == 0 else log(1 - zi) + x log(rate) - rate"),
+    ),
+    logpdf=logpdf,
+    logpdf_grad=logpdf_grad,
+)
+
+
+class ZeroInflatedPoisson(Distribution):
+    __doc__ = __doc__
+    spec = SPEC

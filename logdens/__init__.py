@@ -1,0 +1,16 @@
+"""logdens: log densities whose gradients cost about as much as the log density.
+
+``import logdens as ld`` gives the whole user-facing namespace: the model
+builder, expression functions, constraints, every distribution, and the
+sampler entry points.
+"""
+
+__version__ = "0.1.0"
+
+from distributions import *  # noqa: F401,F403  (every distribution class)
+from distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
+                                       positive, positive_ordered, real, simplex, unit_interval)
+from logdens.expr import (ModelError, abs, digamma, erf, exp, expm1, inv_logit, lgamma, log,  # noqa: F401
+                          log1p, log_logistic, logaddexp, logistic, logit, softplus, sqrt, square,
+                          sum, tanh)
+from logdens.model import Model  # noqa: F401

@@ -1,0 +1,318 @@
+"""Lowering: a model's terms become fused loops of generated Python source.
+
+Every term is one loop over its plate (the broadcast index space of its
+arguments). In one iteration the loop reads the observation, evaluates the
+inlined expressions of the distribution's arguments, calls the distribution's
+``logpdf_grad`` kernel, and sweeps the adjoints back through the inlined
+expressions into the gradient: no tape, no temporaries of the data's length.
+
+Nodes without a plate (scalars) are computed once before the loop, their
+adjoints accumulate in locals inside it and flow back after it. A reduction
+(``ld.sum``) inside an expression is its own loop before the term's loop,
+and a second loop after it pushes the reduction's adjoint back (the
+reduction's elements are recomputed, not stored).
+
+Variables: ``v<n>`` values and ``a<n>`` their adjoints (each with a comment
+echoing the source node), ``d_<name>`` data arrays, ``i_<name>`` index
+arrays, ``n_<name>`` data lengths, all names validated identifiers.
+"""
+
+from logdens import expr as ex
+from logdens.layout import module_alias
+
+# Elementwise forward rules: op -> value template over child variables.
+UNARY_VALUE = {
+    "neg": "-{0}", "exp": "math.exp({0})", "log": "math.log({0})", "log1p": "math.log1p({0})",
+    "expm1": "math.expm1({0})", "sqrt": "math.sqrt({0})", "square": "{0} * {0}",
+    "abs": "abs({0})", "logistic": "special.logistic({0})", "logit": "special.logit({0})",
+    "log_logistic": "special.log_logistic({0})", "softplus": "special.log1pexp({0})",
+    "tanh": "math.tanh({0})", "lgamma": "math.lgamma({0})", "digamma": "special.digamma({0})",
+    "erf": "math.erf({0})",
+}
+# d value / d child, in terms of the child {0} and the value {v}.
+UNARY_DERIVATIVE = {
+    "neg": "-1.0", "exp": "{v}", "log": "1.0 / {0}", "log1p": "1.0 / (1.0 + {0})",
+    "expm1": "({v} + 1.0)", "sqrt": "0.5 / {v}", "square": "2.0 * {0}",
+    "abs": "math.copysign(1.0, {0})", "logistic": "{v} * (1.0 - {v})",
+    "logit": "1.0 / ({0} * (1.0 - {0}))", "log_logistic": "special.logistic(-{0})",
+    "softplus": "special.logistic({0})", "tanh": "(1.0 - {v} * {v})",
+    "lgamma": "special.digamma({0})", "digamma": "special.trigamma({0})",
+    "erf": "1.1283791670955126 * math.exp(-{0} * {0})",
+}
+BINARY_VALUE = {
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
+    "pow": "{0} ** {1}", "logaddexp": "special.logaddexp({0}, {1})",
+}
+# (d value / d left, d value / d right) in terms of {0}, {1} and the value {v}.
+BINARY_DERIVATIVE = {
+    "add": ("1.0", "1.0"), "sub": ("1.0", "-1.0"), "mul": ("{1}", "{0}"),
+    "div": ("1.0 / {1}", "-{v} / {1}"), "pow": ("{1} * {0} ** ({1} - 1.0)", "{v} * math.log({0})"),
+    "logaddexp": ("math.exp({0} - {v})", "math.exp({1} - {v})"),
+}
+
+
+class Block:
+    """Straight-line code, or the body of one loop, with its own value cache.
+
+    ``forward`` computes values; ``reverse`` (run after everything that uses
+    them) propagates adjoints. ``records`` lists the values created here that
+    depend on parameters, in forward order, each with its reverse rule.
+    """
+
+    def __init__(self, index=None, length=None):
+        self.index, self.length = index, length
+        self.forward, self.reverse = [], []
+        self.values, self.records = {}, []
+
+
+def indent(lines, depth=1):
+    return ["    " * depth + line for line in lines]
+
+
+class Lowering:
+    """Writes the body of one generated function, term by term.
+
+    ``gradient``: emit adjoint code; ``target(col, index)``: code of the
+    gradient entry for column ``col`` (``grad[col]``, or a row of the
+    per-sample output); ``per_row``: scalar adjoints are flushed in every
+    iteration (per-sample gradients) instead of once after the loop.
+    """
+
+    def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
+        self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
+        self.chunks = chunks
+        self.lp = "lp"
+        self.counter = 0
+        self.depends = {}
+
+    def fresh(self, prefix="v"):
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def needs_grad(self, node):
+        if id(node) not in self.depends:
+            self.depends[id(node)] = self.gradient and node.depends_on_params()
+        return self.depends[id(node)]
+
+    # ----- values -------------------------------------------------------
+    def value(self, node, block, outer, index):
+        """Emit code for ``node`` at ``index`` (None for scalars); return its variable."""
+        if isinstance(node, ex.Const):
+            return repr(node.value)
+        if node.shape == ():
+            block, index = outer, None
+        key = (id(node), index)
+        if key in block.values:
+            return block.values[key]
+        var = self.fresh()
+        block.values[key] = var
+        emit = getattr(self, "_value_" + type(node).__name__)
+        rule = emit(node, var, block, outer, index)
+        if rule is not None and self.needs_grad(node):
+            block.records.append((var, rule, node))
+        return var
+
+    def _value_Param(self, node, var, block, outer, index):
+        p = self.layout.params[node.name]
+        if node.shape == ():
+            u = f"theta[{p.offset}]"
+            if p.transform.identity:
+                block.forward.append(f"{var} = {u}  # {node.name}")
+                return lambda a, b: [f"{self.target(p.offset, self.row)} += {a}"]
+            x, dx = p.transform.emit(block.forward, u, var)
+            block.forward.append(f"{var} = {x}  # {node.name}")
+            return lambda a, b: [f"{self.target(p.offset, self.row)} += {a} * {dx}"]
+        if p.transform.event:
+            block.forward.append(f"{var} = w_{node.name}[{index}]  # {node.name}[{index}]")
+            return lambda a, b: [f"aw_{node.name}[{index}] += {a}"]
+        col = f"{p.offset} + {index}" if p.offset else index
+        if p.transform.identity:
+            block.forward.append(f"{var} = theta[{col}]  # {node.name}[{index}]")
+            return lambda a, b: [f"{self.target(col, self.row)} += {a}"]
+        block.forward.append(f"{var} = w_{node.name}[{index}]  # {node.name}[{index}]")
+        return lambda a, b: [f"{self.target(col, self.row)} += {a} * dw_{node.name}[{index}]"]
+
+    def _value_Data(self, node, var, block, outer, index):
+        name = self.layout.data_name(node)
+        element = "0" if node.shape == () else index
+        block.forward.append(f"{var} = d_{name}[{element}]  # {name}")
+
+    def _value_Unary(self, node, var, block, outer, index):
+        child = self.value(node.children[0], block, outer, index)
+        block.forward.append(f"{var} = {UNARY_VALUE[node.op].format(child)}  # {node.label()}")
+        derivative = UNARY_DERIVATIVE[node.op].format(child, v=var)
+        return lambda a, b: self._push(node.children[0], child, f"{a} * {derivative}", b)
+
+    def _value_Binary(self, node, var, block, outer, index):
+        left, right = (self.value(c, block, outer, index) for c in node.children)
+        block.forward.append(f"{var} = {BINARY_VALUE[node.op].format(left, right)}  # {node.label()}")
+        d_left, d_right = (d.format(left, right, v=var) for d in BINARY_DERIVATIVE[node.op])
+
+        def rule(a, b):
+            return (self._push(node.children[0], left, f"{a} * {d_left}", b)
+                    + self._push(node.children[1], right, f"{a} * {d_right}", b))
+        return rule
+
+    def _value_Gather(self, node, var, block, outer, index):
+        source, idx = node.children
+        k = self.fresh("k")
+        block.forward.append(f"{k} = i_{self.layout.data_name(idx)}[{index}]")
+        child = self.value(source, block, outer, k)
+        block.forward.append(f"{var} = {child}  # {node.label()}")
+        return lambda a, b: self._push(source, child, a, b)
+
+    def _value_Slice(self, node, var, block, outer, index):
+        k = self.fresh("k")
+        block.forward.append(f"{k} = {node.start} + {node.step} * {index}")
+        child = self.value(node.children[0], block, outer, k)
+        block.forward.append(f"{var} = {child}  # {node.label()}")
+        return lambda a, b: self._push(node.children[0], child, a, b)
+
+    def _value_MatVec(self, node, var, block, outer, index):
+        matrix, vector = node.children
+        p = self.layout.params[vector.name]
+        X = f"d_{self.layout.data_name(matrix)}"
+        j = self.fresh("j")
+        element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{vector.name}[{j}]"
+        block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({vector.shape[0]}):",
+                          f"    {var} += {X}[{index}, {j}] * {element}"]
+
+        def rule(a, b):
+            if p.transform.event:
+                adjoint = f"aw_{vector.name}[{j}] += "
+            else:
+                scale = "" if p.transform.identity else f"dw_{vector.name}[{j}] * "
+                adjoint = f"{self.target(f'{p.offset} + {j}', self.row)} += {scale}"
+            return [f"for {j} in range({vector.shape[0]}):", f"    {adjoint}{a} * {X}[{index}, {j}]"]
+        return rule
+
+    def _value_Sum(self, node, var, block, outer, index):
+        arg = node.children[0]
+        loop = Block(self.fresh("i"), self.length(arg))
+        element = self.value(arg, loop, outer, loop.index)
+        loop.forward.append(f"{var} += {element}")
+        outer.forward += [f"{var} = 0.0  # {node.label()}", f"for {loop.index} in range({loop.length}):"]
+        outer.forward += indent(loop.forward)
+
+        def rule(a, b):
+            back = Block(self.fresh("i"), loop.length)
+            element = self.value(arg, back, outer, back.index)
+            self._push(arg, element, a, back, into=back.reverse)
+            body = back.forward + self._adjoint_inits(back) + self._reverse(back)
+            return [f"for {back.index} in range({back.length}):"] + indent(body)
+        return rule
+
+    # ----- adjoints -----------------------------------------------------
+    def _push(self, node, var, contribution, block, into=None):
+        """Lines adding ``contribution`` to the adjoint of ``node``'s variable ``var``."""
+        if not self.needs_grad(node):
+            return []
+        line = f"a{var[1:]} += {contribution}"
+        if into is not None:
+            into.append(line)
+            return []
+        return [line]
+
+    def _adjoint_inits(self, block):
+        return [f"a{var[1:]} = 0.0" for var, _, _ in block.records]
+
+    def _reverse(self, block):
+        """Reverse rules of ``block``'s records, after its seeds (``block.reverse``)."""
+        lines = list(block.reverse)
+        for var, rule, node in reversed(block.records):
+            lines += rule(f"a{var[1:]}", block)
+        return lines
+
+    def length(self, node):
+        """Code for the plate length of a non-scalar node."""
+        if isinstance(node, ex.Param) or isinstance(node, ex.Slice):
+            return str(node.shape[0])
+        if isinstance(node, ex.Data):
+            return f"n_{self.layout.data_name(node)}"
+        if isinstance(node, ex.Gather):
+            return self.length(node.children[1])
+        if isinstance(node, ex.MatVec):
+            return self.length(node.children[0])
+        return self.length(next(c for c in node.children if c.shape != ()))
+
+    # ----- terms --------------------------------------------------------
+    def term(self, term, keep, mode):
+        """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``."""
+        if self.chunks and _chunkable(term):
+            return self._chunked_term(term, keep)
+        return self._term(term, keep, mode)
+
+    def _chunked_term(self, term, keep):
+        """The term's plate split into a fixed number of chunks under ``prange``.
+
+        Each chunk adds into its own row of ``bufs`` and its own ``lps[c]``;
+        the caller sums them in chunk order, so results do not depend on the
+        number of threads.
+        """
+        target, self.target, self.lp = self.target, lambda col, row: f"bufs[c, {col}]", "lp_c"
+        lines = self._term(term, keep, "lp")
+        self.target, self.lp = target, "lp"
+        loop_at = next(k for k, line in enumerate(lines) if line.startswith("for "))
+        index, length = lines[loop_at][4:].split(" in range(")
+        length = length[:-2]
+        return ([lines[0], f"n_chunked = {length}", f"for c in numba.prange({self.chunks}):",
+                 f"    lo, hi = c * n_chunked // {self.chunks}, (c + 1) * n_chunked // {self.chunks}",
+                 "    lp_c = 0.0"]
+                + indent(lines[1:loop_at] + [f"for {index} in range(lo, hi):"] + lines[loop_at + 1:])
+                + ["    lps[c] += lp_c"])
+
+    def _term(self, term, keep, mode):
+        outer = Block()
+        plate = next((a for a in term.args if a.shape != ()), None)
+        loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
+        self.row = loop.index
+        result = self._term_value(term, keep, loop, outer, mode)
+        head = [f"# term {term.name!r}: {self._describe(term)}"] + outer.forward
+        loop_head = [f"for {loop.index} in range({loop.length}):"]
+        if not self.gradient:
+            return head + loop_head + indent(loop.forward)
+        self._seed(term, result, loop)
+        inner = loop.forward + self._adjoint_inits(loop) + self._reverse(loop)
+        if self.per_row:  # scalar and vector-transform adjoints flushed into each row
+            events = [p for p in self.layout.params.values() if p.transform.event]
+            inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner
+                     + self._reverse(outer)
+                     + [p.transform.reverse_code(p.offset, p.name, f"out[{loop.index}]", "0.0") for p in events])
+            return head + loop_head + indent(inner)
+        return head + self._adjoint_inits(outer) + loop_head + indent(inner) + self._reverse(outer)
+
+    def _describe(self, term):
+        if term.dist is None:
+            return f"potential {term.value.label()}"
+        args = ", ".join(a.label() for a in term.args[1:])
+        return f"{term.value.label()} ~ {term.dist.spec.name}({args})"
+
+    def _term_value(self, term, keep, loop, outer, mode):
+        if term.dist is None:
+            var = self.value(term.value, loop, outer, loop.index)
+            loop.forward.append(f"{self.lp} += {var}")
+            return var
+        args = [self.value(a, loop, outer, loop.index) for a in term.args]
+        module = module_alias(term.dist.spec)
+        if mode == "pointwise":
+            loop.forward.append(f"out[{loop.index}] = {module}.logpdf({', '.join(args)})")
+            return None
+        result = self.fresh("r")
+        loop.forward.append(f"{result} = {module}.logpdf_grad({', '.join(args)}, {keep!r})")
+        loop.forward.append(f"{self.lp} += {result}[0]")
+        self.term_args = args
+        return result
+
+    def _seed(self, term, result, loop):
+        if term.dist is None:
+            loop.reverse += self._push(term.value, result, "1.0", loop)
+            return
+        for j, (node, var) in enumerate(zip(term.args, self.term_args)):
+            loop.reverse += self._push(node, var, f"{result}[{j + 1}]", loop)
+
+
+def _chunkable(term):
+    """A term can be chunked when it has a plate and no reduction inside."""
+    def has_sum(node):
+        return isinstance(node, ex.Sum) or any(has_sum(c) for c in node.children)
+    return any(a.shape != () for a in term.args) and not any(has_sum(a) for a in term.args)

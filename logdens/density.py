@@ -1,0 +1,222 @@
+"""``LogDensity``: a compiled model, with BridgeStan's method names.
+
+The protocol every sampler relies on, written down once:
+
+- ``theta`` is the unconstrained parameter vector, float64 of length ``dim``.
+- ``log_density`` may return ``-inf`` (a point outside the support, an
+  invalid parameter); NaN is never returned (it would be a bug).
+- Where the value is not finite the gradient is unspecified.
+- Returned arrays belong to the caller, except ``out`` arguments, which are
+  filled in place and returned.
+- ``numba_entry`` is ``(function, fdata, idata)``: ``function(theta, grad,
+  fdata, idata) -> float`` is compiled with one signature shared by every
+  model, so a sampler compiled once in numba calls any model.
+"""
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from logdens import validate
+from logdens.evaluate import evaluate
+
+
+class NumbaEntry(NamedTuple):
+    """The numba-level entry point: ``function(theta, grad, fdata, idata) -> lp``."""
+
+    function: Callable
+    fdata: np.ndarray
+    idata: np.ndarray
+
+
+def _vector(theta, dim):
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    if theta.shape != (dim,):
+        raise ValueError(f"theta must have shape ({dim},), got {theta.shape}")
+    return theta
+
+
+class LogDensity:
+    """A model compiled to fused kernels (see the module docstring for the protocol)."""
+
+    def __init__(self, model, layout, module, source, parallel=False):
+        self.model, self.layout, self._module, self._source = model, layout, module, source
+        self.dim = layout.dim
+        if parallel and not hasattr(module, "core_parallel"):
+            raise validate.ModelError("parallel=True: not available for models with simplex or "
+                                      "ordered parameters")
+        self._core = module.core_parallel if parallel else module.core
+        arrays = {name: node.value for name, node in model.data_nodes.items()}
+        arrays.update(layout.anonymous)
+        self._arrays = {}
+        self.set_data(**arrays)
+
+    # ----- data ---------------------------------------------------------
+    def set_data(self, **arrays):
+        """Replace named data (any length) without recompiling.
+
+        The new arrays are validated (names, dtypes, finiteness, lengths,
+        indices, support) and the constant summands are recomputed once.
+        """
+        unknown = sorted(set(arrays) - set(self.model.data_nodes) - set(self.layout.anonymous))
+        if unknown:
+            raise validate.ModelError(f"set_data: unknown data {unknown}; the model's data are "
+                                      f"{sorted(self.model.data_nodes)}")
+        new = {**self._arrays, **{k: np.asarray(v) for k, v in arrays.items()}}
+        validate.check_arrays(self.layout, self.model, {k: new[k] for k in arrays})
+        validate.check_terms(self.model, self.layout, new)
+        self._arrays = new
+        self.fdata, self.idata = self.layout.pack({k: new[k] for k in self.layout.data})
+        self.numba_entry = NumbaEntry(self._module.logp_grad, self.fdata, self.idata)
+        self._constant = None  # the dropped summands, computed on first use
+
+    def _with_constant(self, lp, theta):
+        """``lp`` plus the summands dropped by ``propto``, computed once per data set."""
+        if self._constant is None:
+            constant = self._module.constants(theta, self.fdata, self.idata)
+            if not np.isfinite(constant):
+                return -np.inf  # theta is outside the support: so is the full density
+            self._constant = constant
+        return lp + self._constant
+
+    def data(self):
+        """The current data arrays by name."""
+        return {k: v for k, v in self._arrays.items() if k in self.model.data_nodes}
+
+    def observed_data(self):
+        """The observed arrays by term name (for ArviZ's ``observed_data``)."""
+        return {t.name: self._arrays[self.layout.data_name(t.value)]
+                for t in self.model.terms if t.kind == "observe"}
+
+    # ----- log density and gradient -------------------------------------
+    def param_unc_num(self):
+        return self.dim
+
+    def log_density(self, theta, propto=True, jacobian=True):
+        """The log density at unconstrained ``theta``."""
+        theta = _vector(theta, self.dim)
+        lp = self._module.value(theta, self.fdata, self.idata, jacobian)
+        return lp if propto else self._with_constant(lp, theta)
+
+    def log_density_gradient(self, theta, propto=True, jacobian=True, out=None):
+        """``(log density, gradient)``; with ``out`` the gradient is written there, no allocation."""
+        theta = _vector(theta, self.dim)
+        grad = np.empty(self.dim) if out is None else out
+        lp = self._core(theta, grad, self.fdata, self.idata, jacobian)
+        return (lp if propto else self._with_constant(lp, theta)), grad
+
+    def log_density_gradient_batch(self, thetas, propto=True, jacobian=True):
+        """Log densities ``(K,)`` and gradients ``(K, dim)`` of the rows of ``thetas``."""
+        thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+        if thetas.ndim != 2 or thetas.shape[1] != self.dim:
+            raise ValueError(f"thetas must have shape (K, {self.dim}), got {thetas.shape}")
+        lps, grads = np.empty(len(thetas)), np.empty_like(thetas)
+        self._module.batch(thetas, lps, grads, self.fdata, self.idata, jacobian)
+        if not propto:
+            lps = np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
+        return lps, grads
+
+    def _observed(self, name):
+        term = next((t for t in self.model.terms if t.name == name and t.kind == "observe"), None)
+        if term is None:
+            observed = [t.name for t in self.model.terms if t.kind == "observe"]
+            raise KeyError(f"no observed term {name!r}; observed terms are {observed}")
+        return term
+
+    def _n_obs(self, term):
+        shape = np.broadcast_shapes(*(self._runtime_shape(a) for a in term.args))
+        return int(np.prod(shape, dtype=int))
+
+    def _runtime_shape(self, node):
+        n = validate.length(node, self._arrays, self.layout, "")
+        return () if n is None else (n,)
+
+    def pointwise_log_likelihood(self, theta):
+        """Per-observation log-likelihood (normalized) of every observed term, by name."""
+        theta = _vector(theta, self.dim)
+        out = {}
+        for term in self.model.terms:
+            if term.kind == "observe":
+                values = np.empty(self._n_obs(term))
+                getattr(self._module, f"pointwise_{term.name}")(theta, self.fdata, self.idata, values)
+                out[term.name] = values
+        return out
+
+    def per_sample_gradient(self, theta, name):
+        """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``."""
+        term = self._observed(name)
+        rows = np.empty((self._n_obs(term), self.dim))
+        getattr(self._module, f"per_sample_{term.name}")(_vector(theta, self.dim), self.fdata, self.idata, rows)
+        return rows
+
+    # ----- constrained space --------------------------------------------
+    def param_num(self, include_tp=False):
+        n = sum(p.constrained_size for p in self.layout.params.values())
+        if include_tp:
+            n += sum(int(np.prod(v.shape, dtype=int)) for v in self._deterministics(np.zeros(self.dim)).values())
+        return n
+
+    def param_names(self, include_tp=False):
+        """Flat constrained names, ``mu``, ``z[0]``, ...; deterministics with ``include_tp``."""
+        shapes = {p.name: p.shape for p in self.layout.params.values()}
+        if include_tp:
+            shapes.update({k: np.shape(v) for k, v in self._deterministics(np.zeros(self.dim)).items()})
+        return [n if s == () else f"{n}[{i}]" for n, s in shapes.items() for i in range(int(np.prod(s)))]
+
+    def param_unc_names(self):
+        """Names of the unconstrained coordinates: ``mu``, ``z[0]``, ... (``w[0]`` .. ``w[K-2]`` for a simplex)."""
+        return [p.name if p.shape == () else f"{p.name}[{i}]"
+                for p in self.layout.params.values() for i in range(p.size)]
+
+    def _params(self, theta):
+        theta = _vector(theta, self.dim)
+        return {p.name: np.reshape(p.transform.forward(theta[p.offset:p.offset + p.size]), p.shape)
+                for p in self.layout.params.values()}
+
+    def _deterministics(self, theta, params=None):
+        values = {**self._arrays, **(params if params is not None else self._params(theta))}
+        return {name: evaluate(e, values) for name, e in self.model.deterministics.items()}
+
+    def constrain(self, theta):
+        """Constrained parameters and deterministics by name, in their shapes."""
+        params = self._params(theta)
+        return {**params, **self._deterministics(theta, params)}
+
+    def param_constrain(self, theta, include_tp=False):
+        """The flat constrained vector (deterministics appended with ``include_tp``)."""
+        values = self.constrain(theta) if include_tp else self._params(theta)
+        return np.concatenate([np.ravel(v) for v in values.values()]) if values else np.zeros(0)
+
+    def unconstrain(self, values):
+        """The unconstrained ``theta`` of constrained parameter values given by name."""
+        theta = np.empty(self.dim)
+        for p in self.layout.params.values():
+            if p.name not in values:
+                raise KeyError(f"unconstrain: missing parameter {p.name!r}")
+            x = np.broadcast_to(np.asarray(values[p.name], dtype=float), p.shape)
+            theta[p.offset:p.offset + p.size] = np.ravel(p.transform.inverse(x))
+        return theta
+
+    def param_unconstrain(self, flat):
+        """Inverse of ``param_constrain`` (without deterministics)."""
+        flat = np.asarray(flat, dtype=float)
+        values, start = {}, 0
+        for p in self.layout.params.values():
+            values[p.name] = flat[start:start + p.constrained_size].reshape(p.shape)
+            start += p.constrained_size
+        return self.unconstrain(values)
+
+    def cfunc_address(self):
+        """Address of ``double f(const double *theta, double *grad, const double *fdata,
+        int64 n_fdata, const int64 *idata, int64 n_idata)`` for C callers.
+
+        Pass ``self.fdata``/``self.idata`` (and their lengths) as the data; the
+        return value is the log density (``propto``, with the Jacobian).
+        """
+        if not hasattr(self, "_cfunc"):
+            self._cfunc = self._module.c_entry()
+        return self._cfunc.address
+
+    def source(self):
+        """The generated module's source code."""
+        return self._source

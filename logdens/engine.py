@@ -1,0 +1,210 @@
+"""The gradient engine: a model becomes one generated, compiled module.
+
+``generate_source`` writes the module (readable: ``LogDensity.source()``
+shows it); ``compile_model`` loads it through the disk cache and wraps it in
+a ``LogDensity``. Every function of the module is generated from the same
+lowering (``logdens.codegen``):
+
+``core(theta, grad, fdata, idata, jacobian)``
+    log density (summands that never change dropped) and its gradient.
+``core_parallel(theta, grad, fdata, idata, jacobian)``
+    ``core`` with each term's plate split into ``CHUNKS`` chunks over threads
+    (private gradient rows, summed in order); models without vector
+    transforms only.
+``logp_grad(theta, grad, fdata, idata)``
+    the same with the Jacobian, compiled with the one signature shared by
+    every model, for samplers written in numba.
+``c_entry()``
+    the same as a ``numba.cfunc`` for C callers: ``double f(const double *theta,
+    double *grad, const double *fdata, int64 n_fdata, const int64 *idata,
+    int64 n_idata)``.
+``value(theta, fdata, idata, jacobian)``
+    the log density alone.
+``batch(thetas, lps, grads, fdata, idata, jacobian)``
+    ``core`` over the rows of ``thetas`` (many chains in one call).
+``constants(theta, fdata, idata)``
+    the summands ``core`` drops (their arguments are all fixed, so any
+    ``theta`` with a finite log density gives the same value); computed at
+    most once per ``set_data``.
+``pointwise_<term>(theta, fdata, idata, out)`` and ``per_sample_<term>(...)``
+    per-observation log-likelihood and gradient rows of each observed term.
+"""
+
+import types
+
+from logdens import cache
+from logdens.codegen import Lowering, indent
+from logdens.layout import Layout, module_alias
+
+# The fastmath policy, stated once (STYLE 16): reassociation and contraction
+# let reductions vectorize; never nnan or ninf, since -inf is a valid value.
+FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
+JIT = f"numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={{{', '.join(repr(f) for f in sorted(FASTMATH))}}})"
+C_SIGNATURE = "float64(CPointer(float64), CPointer(float64), CPointer(float64), int64, CPointer(int64), int64)"
+CHUNKS = 32  # fixed chunk count of the parallel variant: results independent of thread count
+SIGNATURE = "numba.float64(numba.float64[::1], numba.float64[::1], numba.float64[::1], numba.int64[::1])"
+
+
+def _fixed_args(term):
+    """Names of the kernel arguments that never change (no parameter below them)."""
+    names = term.dist.spec.arg_names
+    return {n for n, a in zip(names, term.args) if not a.depends_on_params()}
+
+
+def _keep(term):
+    """The summands ``core`` keeps: those with an argument that varies (``()`` for potentials)."""
+    return term.dist.spec.keep_for(_fixed_args(term)) if term.dist is not None else ()
+
+
+def _materialize(layout, gradient):
+    """Lines computing constrained values of transformed vector parameters.
+
+    Elementwise transforms store ``w_<name>`` and ``dx/du`` in ``dw_<name>``;
+    vector transforms store ``w_<name>``, their log|J| in ``lj_<name>`` and,
+    with ``gradient``, zeroed adjoints ``aw_<name>``.
+    """
+    lines = []
+    for p in layout.params.values():
+        if p.shape == () or p.transform.identity:
+            continue
+        lines.append(f"w_{p.name} = np.empty({p.constrained_size})")
+        if p.transform.event:
+            lines += ([f"aw_{p.name} = np.zeros({p.constrained_size})"] if gradient else [])
+            lines.append(p.transform.forward_code(p.offset, p.name))
+            continue
+        lines += [f"dw_{p.name} = np.empty({p.size})", f"for k in range({p.size}):"]
+        body = []
+        x, dx = p.transform.emit(body, f"theta[{p.offset} + k]", f"u_{p.name}")
+        lines += indent(body + [f"w_{p.name}[k] = {x}", f"dw_{p.name}[k] = {dx}"])
+    return lines
+
+
+def _event_reverse(layout):
+    """Lines sweeping the adjoints of vector-transformed parameters back into ``grad``."""
+    return [p.transform.reverse_code(p.offset, p.name, "grad", "1.0 if jacobian else 0.0")
+            for p in layout.params.values() if p.transform.event]
+
+
+def _jacobian(layout, gradient):
+    """Lines adding log|J| of every transform (and its derivative) under ``if jacobian:``."""
+    lines = []
+    for p in layout.params.values():
+        if p.transform.identity:
+            continue
+        if p.transform.event:  # its gradient is added by the reverse sweep
+            lines.append(f"lp += lj_{p.name}")
+            continue
+        col = f"{p.offset}" if p.shape == () else f"{p.offset} + k"
+        value, derivative = p.transform.emit_log_jacobian(f"theta[{col}]")
+        body = [f"lp += {value}"] + ([f"grad[{col}] += {derivative}"] if gradient else [])
+        lines += body if p.shape == () else [f"for k in range({p.size}):"] + indent(body)
+    return ["if jacobian:"] + indent(lines) if lines else []
+
+
+def _function(header, body, decorator=JIT):
+    return [f"@{decorator}", header] + indent(body) + [""]
+
+
+def python_twin(source):
+    """The generated module run as plain Python: the same source without ``@numba.njit``.
+
+    Tests compare it with the compiled module; a debugger steps through it.
+    """
+    lines = [line for line in source.splitlines() if not line.startswith("@numba.njit")]
+    namespace = {"__name__": "logdens_python_twin"}
+    exec(compile("\n".join(lines), "<logdens python twin>", "exec"), namespace)
+    return types.SimpleNamespace(**{k: v for k, v in namespace.items() if not k.startswith("__")})
+
+
+def _dropped(term):
+    """The ``keep`` tuple of the summands ``core`` drops (None if it drops none)."""
+    keep = _keep(term)
+    return None if all(keep) else tuple(not k for k in keep)
+
+
+def _terms(lowering, model, mode="lp", only=None, keep=_keep):
+    """Lines of the terms (or of the one term ``only``) with the summands ``keep(term)``
+    selects; a term for which it is None is left out."""
+    lines = []
+    for term in model.terms:
+        if (only is None or term is only) and keep(term) is not None:
+            lines += lowering.term(term, keep(term), mode)
+    return lines
+
+
+def _grad_target(col, row):
+    return f"grad[{col}]"
+
+
+def generate_source(model, layout):
+    """The complete generated module for ``model`` as Python source."""
+    prologue = layout.prologue() + _materialize(layout, gradient=False)
+    grad_prologue = layout.prologue() + _materialize(layout, gradient=True)
+    ending = ["if lp != lp:  # NaN from a potential or transform: reject the point", "    lp = -math.inf",
+              "return lp"]
+    grad = Lowering(layout, gradient=True, target=_grad_target)
+    value = Lowering(layout, gradient=False)
+    out = [f'"""Generated by logdens for a model with {len(model.terms)} terms and dim {layout.dim}."""',
+           "import math", "", "import numba", "import numpy as np", "",
+           "from distributions import special", "from logdens import event_transforms as events"]
+    out += sorted({f"import {t.dist.spec.logpdf_grad.__module__} as {module_alias(t.dist.spec)}"
+                   for t in model.terms if t.dist is not None}) + ["", ""]
+    out += _function("def core(theta, grad, fdata, idata, jacobian):",
+                     grad_prologue + ["grad[:] = 0.0", "lp = 0.0"] + _terms(grad, model)
+                     + _event_reverse(layout) + _jacobian(layout, True) + ending)
+    if not any(p.transform.event for p in layout.params.values()):
+        chunked = Lowering(layout, gradient=True, target=_grad_target, chunks=CHUNKS)
+        out += _function("def core_parallel(theta, grad, fdata, idata, jacobian):",
+                         grad_prologue + ["grad[:] = 0.0", "lp = 0.0", f"lps = np.zeros({CHUNKS})",
+                                          f"bufs = np.zeros(({CHUNKS}, {layout.dim}))"]
+                         + _terms(chunked, model)
+                         + ["for c in range(bufs.shape[0]):  # in chunk order: deterministic",
+                            "    lp += lps[c]", "    grad += bufs[c]"]
+                         + _jacobian(layout, True) + ending,
+                         decorator=JIT.replace("numba.njit(", "numba.njit(parallel=True, "))
+    out += _function("def logp_grad(theta, grad, fdata, idata):",
+                     ["return core(theta, grad, fdata, idata, True)"],
+                     decorator=JIT.replace("numba.njit(", f"numba.njit({SIGNATURE}, "))
+    out += ["def c_logp_grad(theta, grad, fdata, n_fdata, idata, n_idata):",
+            '    """``logp_grad`` over raw pointers, for C callers (see ``c_entry``)."""',
+            f"    return core(numba.carray(theta, ({layout.dim},)), numba.carray(grad, ({layout.dim},)),",
+            "                numba.carray(fdata, (n_fdata,)), numba.carray(idata, (n_idata,)), True)", "", "",
+            "def c_entry():",
+            '    """``c_logp_grad`` as a ``numba.cfunc``, compiled (or loaded from the cache) on request."""',
+            f"    return numba.cfunc({C_SIGNATURE!r}, cache=True)(c_logp_grad)", "", ""]
+    out += _function("def value(theta, fdata, idata, jacobian):",
+                     prologue + ["lp = 0.0"] + _terms(value, model) + _jacobian(layout, False) + ending)
+    out += _function("def batch(thetas, lps, grads, fdata, idata, jacobian):",
+                     ["for k in range(thetas.shape[0]):",
+                      "    lps[k] = core(thetas[k], grads[k], fdata, idata, jacobian)"])
+    out += _function("def constants(theta, fdata, idata):", prologue + ["lp = 0.0"]
+                     + _terms(value, model, keep=_dropped) + ["return lp"])
+    for term in model.terms:
+        if term.kind != "observe":
+            continue
+        out += _function(f"def pointwise_{term.name}(theta, fdata, idata, out):",
+                         prologue + _terms(Lowering(layout, gradient=False), model, "pointwise", term))
+        per_row = Lowering(layout, gradient=True, per_row=True,
+                           target=lambda col, row: f"out[{row}, {col}]")
+        out += _function(f"def per_sample_{term.name}(theta, fdata, idata, out):",
+                         grad_prologue + ["out[:, :] = 0.0", "lp = 0.0"] + _terms(per_row, model, "lp", term))
+    return "\n".join(out) + "\n"
+
+
+def compile_model(model, backend="cpu", cache_dir=None, parallel=False):
+    """Generate ``model``'s module, load it through the disk cache, return a ``LogDensity``.
+
+    ``backend="python"`` runs the same generated code uncompiled (slow; for
+    tests and debugging).
+    """
+    from logdens.density import LogDensity
+    layout = Layout(model)
+    source = generate_source(model, layout)
+    if backend == "python":
+        return LogDensity(model, layout, python_twin(source), source, parallel)
+    if backend != "cpu":
+        raise ValueError(f"unknown backend {backend!r}; available: 'cpu', 'python'")
+    module = cache.load(source, [t.dist.spec.logpdf_grad.__module__ for t in model.terms if t.dist],
+                        cache_dir)
+    return LogDensity(model, layout, module, source, parallel)
+

@@ -1,0 +1,133 @@
+"""Where things live: parameter blocks in ``theta``, data arrays in ``fdata``/``idata``.
+
+Parameters are laid out in declaration order, one block each. Data are
+packed into two flat arrays so that every model's kernel has the same
+signature ``(theta, grad, fdata, idata)``: floating-point values in
+``fdata``, index arrays in ``idata``. The first ``4 * len(data)`` entries of
+``idata`` are a header, four integers per data array (float offset, index
+offset, rows, columns), which generated code reads at run time: sizes are
+never compiled in, so new data of another size need no recompilation.
+"""
+
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+from logdens import expr as ex
+from logdens.transforms import Transform
+
+HEADER_WIDTH = 4
+
+
+class ParamSlot(NamedTuple):
+    """A parameter's block of the unconstrained vector."""
+
+    name: str
+    offset: int
+    shape: Tuple[int, ...]
+    transform: Transform
+
+    @property
+    def size(self):
+        """Number of unconstrained coordinates (K - 1 for a K-simplex)."""
+        return self.transform.unconstrained_size(self.shape)
+
+    @property
+    def constrained_size(self):
+        return int(np.prod(self.shape, dtype=int))
+
+
+class DataSlot(NamedTuple):
+    """A data array: its position in the header and how generated code uses it."""
+
+    name: str
+    position: int
+    as_value: bool   # read as floating-point values (in fdata)
+    as_index: bool   # used as an index array (in idata)
+    ndim: int
+
+
+def module_alias(spec):
+    """The name a generated module imports a distribution's module under."""
+    return "dist_" + spec.logpdf_grad.__module__.rsplit(".", 1)[-1]
+
+
+class Layout:
+    """The parameter and data layout of one model."""
+
+    def __init__(self, model):
+        self.params, offset = {}, 0
+        for name, node in model.params.items():
+            self.params[name] = ParamSlot(name, offset, node.shape, model.transforms[name])
+            offset += self.params[name].size
+        self.dim = offset
+        self._names = {}     # id(Data node) -> stored name
+        self.anonymous = {}  # generated name -> array, for arrays given without a name
+        self.data = {}
+        for term in model.terms:
+            for node in term.args:
+                self._collect(node, model)
+
+    def _collect(self, node, model, as_index=False):
+        if isinstance(node, ex.Data):
+            name = self.data_name(node) if id(node) in self._names else self._name(node)
+            slot = self.data.get(name)
+            value_use = not as_index or (slot is not None and slot.as_value)
+            index_use = as_index or (slot is not None and slot.as_index)
+            position = len(self.data) if slot is None else slot.position
+            self.data[name] = DataSlot(name, position, value_use, index_use, node.ndim)
+            return
+        if isinstance(node, ex.Gather):
+            self._collect(node.children[0], model)
+            self._collect(node.children[1], model, as_index=True)
+            return
+        for child in node.children:
+            self._collect(child, model)
+
+    def _name(self, node):
+        name = node.name if node.name is not None else f"_a{len(self._names)}"
+        self._names[id(node)] = name
+        if node.name is None:
+            self.anonymous[name] = node.value
+        return name
+
+    def data_name(self, node):
+        """The name under which ``node``'s array is stored (generated for unnamed arrays)."""
+        return self._names[id(node)]
+
+    def pack(self, arrays):
+        """``(fdata, idata)`` holding ``arrays`` (name -> ndarray) and the header."""
+        slots = sorted(self.data.values(), key=lambda s: s.position)
+        header = np.zeros(HEADER_WIDTH * len(slots), dtype=np.int64)
+        floats, ints = [], []
+        f_offset, i_offset = 0, len(header)
+        for slot in slots:
+            a = np.asarray(arrays[slot.name])
+            rows = a.shape[0] if a.ndim else 1
+            cols = a.shape[1] if a.ndim == 2 else 1
+            header[HEADER_WIDTH * slot.position:][:HEADER_WIDTH] = (f_offset, i_offset, rows, cols)
+            if slot.as_value:
+                floats.append(np.ascontiguousarray(a, dtype=np.float64).ravel())
+                f_offset += a.size
+            if slot.as_index:
+                ints.append(np.ascontiguousarray(a, dtype=np.int64).ravel())
+                i_offset += a.size
+        fdata = np.concatenate(floats) if floats else np.zeros(0)
+        idata = np.concatenate([header] + ints)
+        return fdata, idata
+
+    def prologue(self):
+        """Generated lines binding ``n_<name>``, ``d_<name>`` and ``i_<name>`` from the header."""
+        lines = []
+        for slot in sorted(self.data.values(), key=lambda s: s.position):
+            h, name = HEADER_WIDTH * slot.position, slot.name
+            lines.append(f"n_{name} = idata[{h + 2}]")
+            if slot.as_value:
+                if slot.ndim == 2:
+                    lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name} * idata[{h + 3}]]"
+                                 f".reshape((n_{name}, idata[{h + 3}]))")
+                else:
+                    lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name}]")
+            if slot.as_index:
+                lines.append(f"i_{name} = idata[idata[{h + 1}]:idata[{h + 1}] + n_{name}]")
+        return lines

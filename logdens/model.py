@@ -1,0 +1,169 @@
+"""``ld.Model``: parameters, data, deterministics and terms, before compilation.
+
+A model is a list of terms whose log densities add up: priors of parameters,
+observed data, and potentials. ``compile()`` hands it to the engine and
+returns a ``LogDensity``.
+"""
+
+import keyword
+from typing import NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from distributions.frozen import Distribution
+from logdens import transforms
+from logdens.expr import Data, Expr, ModelError, Param, as_expr
+
+
+class Term(NamedTuple):
+    """One summand of the model's log density.
+
+    ``kind`` is ``"prior"`` (value is a parameter), ``"observe"`` (value is
+    data) or ``"potential"`` (``dist`` is None and ``value`` is a scalar
+    expression added as it is).
+    """
+
+    name: str
+    kind: str
+    dist: Optional[Distribution]
+    value: Expr
+    args: Tuple[Expr, ...]  # (x, *params) in kernel argument order; (value,) for a potential
+
+
+def make_term(name, kind, dist, value):
+    """A term with its distribution's parameters turned into expressions once."""
+    params = () if dist is None else tuple(as_expr(v) for v in dist.params.values())
+    return Term(name, kind, dist, value, (value,) + params)
+
+
+def check_name(name, what="name"):
+    """Reject names that are not plain identifiers: they end up in generated code."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise ModelError(f"{what} {name!r} must be a Python identifier not starting with '_' "
+                         "(it names variables in generated code)")
+    return name
+
+
+class Model:
+    """A probabilistic model built term by term.
+
+    Examples
+    --------
+    >>> m = Model()
+    >>> mu = m.param("mu", ld.Normal(0, 5))
+    >>> m.observe("y", ld.Normal(mu, 1.0), np.array([0.1, -0.3]))
+    >>> lp = m.compile()
+    """
+
+    def __init__(self):
+        self.params = {}          # name -> Param
+        self.transforms = {}      # name -> Transform
+        self.data_nodes = {}      # name -> Data
+        self.deterministics = {}  # name -> Expr
+        self.terms = []
+        self._names = set()
+
+    def _claim(self, name, what):
+        check_name(name, what)
+        if name in self._names:
+            raise ModelError(f"{what} {name!r}: the name is already used in this model")
+        self._names.add(name)
+
+    def param(self, name, prior=None, shape=(), constraint=None):
+        """A parameter with an optional prior (no prior: flat, improper).
+
+        The constraint defaults to the prior's support (``real`` without a
+        prior); an explicit ``constraint`` overrides it.
+        """
+        self._claim(name, "parameter")
+        shape = (int(shape),) if np.ndim(shape) == 0 and shape != () else tuple(int(s) for s in shape)
+        if len(shape) > 1:
+            raise ModelError(f"parameter {name!r}: shape {shape}: only scalars and vectors are supported")
+        if prior is not None and not isinstance(prior, Distribution):
+            raise ModelError(f"parameter {name!r}: the prior must be a distribution, got {prior!r}")
+        if constraint is None:
+            constraint = prior.spec.support if prior is not None else transforms.c.real
+            if prior is not None:
+                constraint = _resolve_support(constraint, prior, name)
+        self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
+        if self.transforms[name].event and len(shape) != 1:
+            raise ModelError(f"parameter {name!r}: the {constraint.name} constraint needs a vector shape")
+        if self.transforms[name].event and shape[0] < 2:
+            raise ModelError(f"parameter {name!r}: a {constraint.name} vector needs at least 2 elements")
+        node = Param(name, shape, constraint)
+        self.params[name] = node
+        if prior is not None:
+            self._add_term(make_term(name, "prior", prior, node))
+        return node
+
+    def data(self, name, value):
+        """Named data: usable in expressions and replaceable by ``set_data``."""
+        self._claim(name, "data")
+        array = np.asarray(value)
+        if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise ModelError(f"data {name!r}: must be a numeric array, got dtype {array.dtype}")
+        node = Data(name, array, integer=np.issubdtype(array.dtype, np.integer))
+        self.data_nodes[name] = node
+        return node
+
+    def deterministic(self, name, expr):
+        """A named function of parameters kept in the sampler output."""
+        self._claim(name, "deterministic")
+        self.deterministics[name] = as_expr(expr)
+        return self.deterministics[name]
+
+    def observe(self, name, dist, value):
+        """Observed data ``value`` (an array, becoming data named ``name``, or a data expression)."""
+        if not isinstance(dist, Distribution):
+            raise ModelError(f"observe {name!r}: expected a distribution, got {dist!r}")
+        if isinstance(value, Expr):
+            check_name(name, "observed term")
+            if value.depends_on_params():
+                raise ModelError(f"observe {name!r}: the observed value must be data, not a parameter expression")
+        else:
+            value = self.data(name, value)
+        self._add_term(make_term(name, "observe", dist, value))
+
+    def potential(self, name, expr):
+        """Add a scalar expression to the log density (any function of parameters)."""
+        self._claim(name, "potential")
+        expr = as_expr(expr)
+        if expr.shape != ():
+            raise ModelError(f"potential {name!r}: must be a scalar expression, got shape {expr.shape}; "
+                             "use ld.sum(...)")
+        self._add_term(make_term(name, "potential", None, expr))
+
+    def _add_term(self, term):
+        if any(t.name == term.name for t in self.terms):
+            raise ModelError(f"term {term.name!r}: a term of that name exists already")
+        if term.dist is not None:
+            shapes = [a.shape for a in term.args]
+            try:
+                np.broadcast_shapes(*shapes)
+            except ValueError:
+                raise ModelError(f"term {term.name!r}: {term.dist.spec.name} arguments have shapes "
+                                 f"{shapes} that do not broadcast") from None
+        self.terms.append(term)
+
+    def compile(self, backend="cpu", cache_dir=None, parallel=False):
+        """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
+
+        ``parallel=True`` makes ``log_density_gradient`` split each term's
+        plate over threads (worth it for large data; the numba entry point
+        used by samplers stays serial, since chains already run in parallel).
+        """
+        from logdens.engine import compile_model
+        return compile_model(self, backend=backend, cache_dir=cache_dir, parallel=parallel)
+
+
+def _resolve_support(support, prior, name):
+    """The prior's support with bounds that name its own parameters replaced by numbers."""
+    def resolve(bound):
+        if not isinstance(bound, str):
+            return bound
+        value = prior.params[bound]
+        if not isinstance(value, np.ndarray) or value.ndim != 0:
+            raise ModelError(f"parameter {name!r}: the support of its prior {prior.spec.name} depends on "
+                             f"{bound!r}, which must then be a number; give an explicit constraint")
+        return float(value)
+    return support._replace(lower=resolve(support.lower), upper=resolve(support.upper))

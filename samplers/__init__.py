@@ -1,0 +1,27 @@
+"""samplers: NUTS, static HMC, MAP and Laplace for any log density.
+
+The samplers see only the log-density protocol (:mod:`samplers.protocol`);
+models from ``logdens`` and external Python log densities both work.
+
+Examples
+--------
+>>> import samplers
+>>> idata = samplers.nuts(log_density, draws=1000, tune=1000, chains=4)  # doctest: +SKIP
+>>> fit = samplers.find_map(log_density)  # doctest: +SKIP
+"""
+
+from pathlib import Path as _Path
+
+from samplers._cache import drop_stale_numba_cache as _drop_stale
+
+_drop_stale(_Path(__file__).parent)  # before any cached kernel is loaded
+
+from samplers.diagnostics import SamplerWarning  # noqa: E402
+from samplers.laplace import HessianError, laplace
+from samplers.optimize import MapResult, find_map
+from samplers.protocol import ENTRY_SIGNATURE, ENTRY_TYPE, LogDensity, NumbaEntry
+from samplers.sample import hmc, nuts
+
+__all__ = ["nuts", "hmc", "find_map", "laplace", "LogDensity", "NumbaEntry",
+           "ENTRY_SIGNATURE", "ENTRY_TYPE", "MapResult", "HessianError",
+           "SamplerWarning"]

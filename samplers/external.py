@@ -1,0 +1,68 @@
+"""Run external (pure Python) log densities through the numba samplers.
+
+An external log density has ``dim`` and ``log_density_gradient(theta)`` but
+no numba entry.  Rather than writing the samplers twice, it gets a numba
+entry whose function calls back into Python with ``numba.objmode``: the same
+compiled NUTS runs it, at the cost of a Python call (a few microseconds plus
+the log density itself) per gradient, with the GIL held during the call.
+
+The callback finds its object through a registry keyed by ``idata[0]``, so
+one compiled (and cached) function serves every external log density.
+"""
+
+import itertools
+import math
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+from numba import njit, objmode
+
+from samplers.protocol import ENTRY_SIGNATURE, NumbaEntry
+
+_REGISTRY = {}
+_KEYS = itertools.count(1)
+_LOCK = threading.Lock()
+
+
+def _call_python(key, theta, grad):
+    """Evaluate the registered log density; NaN is reported as -inf."""
+    value, gradient = _REGISTRY[int(key)].log_density_gradient(np.array(theta))
+    value = float(value)
+    if math.isnan(value):
+        value = -math.inf
+    if math.isfinite(value):
+        grad[:] = gradient
+    return value
+
+
+@njit(ENTRY_SIGNATURE, cache=True)
+def python_callback(theta, grad, fdata, idata):
+    """Numba entry that evaluates the Python log density registered as ``idata[0]``."""
+    with objmode(value="float64"):
+        value = _call_python(idata[0], theta, grad)
+    return value
+
+
+@contextmanager
+def external_entry(log_density):
+    """Context manager yielding a :class:`NumbaEntry` for a Python log density.
+
+    Parameters
+    ----------
+    log_density : object
+        Has ``log_density_gradient(theta) -> (float, ndarray)``.
+
+    Yields
+    ------
+    NumbaEntry
+        Valid until the context exits (the registry entry is then removed).
+    """
+    with _LOCK:
+        key = next(_KEYS)
+        _REGISTRY[key] = log_density
+    try:
+        yield NumbaEntry(python_callback, np.zeros(1), np.array([key], dtype=np.int64))
+    finally:
+        with _LOCK:
+            del _REGISTRY[key]

@@ -1,0 +1,128 @@
+"""Euclidean metrics (mass matrices): momentum draws, velocity and energy.
+
+A metric is given by its inverse ``M^{-1}`` (the posterior covariance
+estimate, as in Stan's ``inv_metric``).  Momenta are ``p ~ N(0, M)``, the
+velocity is ``M^{-1} p`` (Stan's ``dtau_dp``, the "sharp" momentum of
+Betancourt 2017), and the Hamiltonian is ``H = -log p(q) + p' M^{-1} p / 2``,
+computed only in :func:`hamiltonian` (one sign convention: log density,
+higher is better).
+
+The diagonal and dense cases share one NamedTuple with a runtime flag rather
+than two types of functions: numba can take functions as arguments but the
+flag keeps one compiled sampler for both metrics.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from samplers.rng import fill_normal
+
+
+class Metric(NamedTuple):
+    """Inverse metric and the factor used to draw momenta.
+
+    Attributes
+    ----------
+    inv_diag : ndarray, shape (dim,)
+        Diagonal of ``M^{-1}`` (used when ``dense`` is False).
+    inv_dense : ndarray, shape (dim, dim) or (1, 1)
+        ``M^{-1}`` (used when ``dense`` is True).
+    momentum_factor : ndarray, shape (dim, dim) or (1, 1)
+        ``L^{-T}`` where ``M^{-1} = L L'``, so ``L^{-T} z ~ N(0, M)`` (Stan's
+        ``dense_e_metric::sample_p``).
+    dense : bool
+        Which of the two representations is in use.
+    """
+
+    inv_diag: np.ndarray
+    inv_dense: np.ndarray
+    momentum_factor: np.ndarray
+    dense: bool
+
+
+def identity_metric(dim, dense):
+    """Return the unit metric of dimension ``dim`` (fresh arrays).
+
+    Parameters
+    ----------
+    dim : int
+    dense : bool
+        Allocate the dense representation.
+
+    Returns
+    -------
+    Metric
+    """
+    n = dim if dense else 1
+    return Metric(np.ones(dim), np.eye(n), np.eye(n), bool(dense))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def velocity(metric, p, out):
+    """Write ``M^{-1} p`` into ``out``."""
+    dim = p.shape[0]
+    if metric.dense:
+        a = metric.inv_dense
+        for i in range(dim):
+            s = 0.0
+            for j in range(dim):
+                s += a[i, j] * p[j]
+            out[i] = s
+    else:
+        for i in range(dim):
+            out[i] = metric.inv_diag[i] * p[i]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def sample_momentum(metric, rng, out):
+    """Draw ``out ~ N(0, M)`` with the chain's RNG."""
+    dim = out.shape[0]
+    fill_normal(rng, out)
+    if metric.dense:
+        # The factor L^{-T} is upper triangular: row i reads z[i:], so the
+        # product can overwrite z in place in increasing i.
+        f = metric.momentum_factor
+        for i in range(dim):
+            s = 0.0
+            for j in range(i, dim):
+                s += f[i, j] * out[j]
+            out[i] = s
+    else:
+        for i in range(dim):
+            out[i] = out[i] / np.sqrt(metric.inv_diag[i])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def hamiltonian(log_density, p, v):
+    """Return ``H = -log_density + p.v / 2`` (``v = M^{-1} p``); NaN becomes inf.
+
+    The only place energy is computed.  A NaN energy (from a point outside
+    the support) is mapped to ``+inf`` so it counts as a divergence.
+    """
+    kinetic = 0.0
+    for i in range(p.shape[0]):
+        kinetic += p[i] * v[i]
+    h = -log_density + 0.5 * kinetic
+    if np.isnan(h):
+        return np.inf
+    return h
+
+
+@njit(cache=True, nogil=True)
+def set_inverse_metric_diag(metric, var):
+    """Install a new diagonal ``M^{-1}`` (a variance vector) in place."""
+    metric.inv_diag[:] = var
+
+
+@njit(cache=True, nogil=True)
+def set_inverse_metric_dense(metric, cov):
+    """Install a new dense ``M^{-1}`` in place and recompute the momentum factor.
+
+    ``cov`` must be symmetric positive definite (the regularized estimate
+    always is).
+    """
+    metric.inv_dense[:, :] = cov
+    chol = np.linalg.cholesky(cov)
+    metric.momentum_factor[:, :] = np.linalg.inv(chol).T

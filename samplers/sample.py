@@ -1,0 +1,139 @@
+"""Convenience runners: :func:`nuts` and :func:`hmc` (model in, DataTree out)."""
+
+import warnings
+from contextlib import nullcontext
+
+import numpy as np
+
+from samplers import kernel
+from samplers.diagnostics import SamplerWarning, warn_sampler
+from samplers.external import external_entry
+from samplers.initial_point import find_initial_point, per_chain_inits
+from samplers.kernel import ChainState
+from samplers.mass_matrix import warmup_schedule
+from samplers.metric import identity_metric
+from samplers.output import to_datatree
+from samplers.protocol import numba_entry, resolve
+from samplers.rng import make_state
+from samplers.runner import resolve_cores, run_chains
+
+#: Stan's divergence threshold on the energy error.
+MAX_ENERGY_ERROR = 1000.0
+
+
+def _chain_state(entry, dim, dense, seed, chain, init):
+    """Initial :class:`ChainState` of one chain (start point, unit metric)."""
+    rng = np.random.default_rng([int(seed), int(chain), 0x1D])
+    q, lp, grad = find_initial_point(entry, dim, rng, init)
+    scalars = np.zeros(kernel.N_SCALARS)
+    scalars[kernel.LP], scalars[kernel.STEP] = lp, 1.0
+    n = dim if dense else 1
+    return ChainState(np.ascontiguousarray(q), grad, scalars, make_state(seed, chain),
+                      identity_metric(dim, dense), np.zeros(1, dtype=np.int64),
+                      np.zeros(dim), np.zeros(dim), np.zeros((n, n)))
+
+
+def _check_counts(draws, tune, chains, max_treedepth):
+    for name, value, low in (("draws", draws, 0), ("tune", tune, 0), ("chains", chains, 1),
+                             ("max_treedepth", max_treedepth, 1)):
+        if int(value) != value or value < low:
+            raise ValueError(f"{name}={value}; must be an integer >= {low}")
+
+
+def _config(kind, max_treedepth, num_steps, tune, metric, target_accept):
+    if metric not in ("diag", "dense"):
+        raise ValueError(f"metric={metric!r}; expected 'diag' or 'dense'")
+    if not 0.0 < target_accept < 1.0:
+        raise ValueError(f"target_accept={target_accept}; must be in (0, 1)")
+    iconf = np.zeros(kernel.N_ICONF, dtype=np.int64)
+    iconf[kernel.KIND], iconf[kernel.MAX_DEPTH] = kind, max_treedepth
+    iconf[kernel.NUM_STEPS], iconf[kernel.N_TUNE] = num_steps, tune
+    iconf[kernel.DENSE] = metric == "dense"
+    fconf = np.zeros(kernel.N_FCONF)
+    fconf[kernel.TARGET_ACCEPT], fconf[kernel.MAX_ENERGY_ERROR] = target_accept, MAX_ENERGY_ERROR
+    return iconf, fconf
+
+
+def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth,
+            num_steps, metric, init, progress, cores, save_warmup):
+    _check_counts(draws, tune, chains, max_treedepth)
+    log_density = resolve(model)
+    dim = int(log_density.dim)
+    iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept)
+    entry = numba_entry(log_density)
+    context = nullcontext(entry) if entry is not None else external_entry(log_density)
+    with context as entry:
+        inits = per_chain_inits(init, chains, dim)
+        states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c])
+                  for c in range(chains)]
+        res = run_chains(entry, states, warmup_schedule(tune), iconf, fconf,
+                         tune + draws, tune, resolve_cores(cores, chains), progress)
+    depth = max_treedepth if kind == kernel.NUTS else None
+    attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
+             "tune": int(tune), "metric": metric, "interrupted": int(res.interrupted)}
+    idata = to_datatree(log_density, res.draws, res.stats, tune,
+                        save_warmup or res.n_done <= tune, depth, attrs)
+    if res.interrupted:
+        warnings.warn(f"sampling interrupted: {res.n_done} of {tune + draws} iterations "
+                      "per chain kept", SamplerWarning, stacklevel=3)
+    elif res.n_done > tune:
+        warn_sampler(idata, depth)
+    return idata
+
+
+def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
+         max_treedepth=10, metric="diag", init=None, progress=True, cores=None,
+         save_warmup=False):
+    """Sample with the No-U-Turn Sampler and Stan's windowed warmup.
+
+    Parameters
+    ----------
+    model : LogDensity, model or external log density
+        A model (has ``compile()``) is compiled first.  An external log
+        density without ``numba_entry`` runs through a Python callback: same
+        algorithm, slower (one Python call per gradient).
+    draws, tune : int
+        Iterations kept after warmup, and warmup iterations.
+    chains : int
+    seed : int
+        Results depend only on the seed, never on ``cores``.
+    target_accept : float
+        Dual-averaging target of the mean acceptance statistic.
+    max_treedepth : int
+        At most ``2**max_treedepth - 1`` leapfrog steps per draw.
+    metric : {"diag", "dense"}
+    init : array_like, optional
+        Unconstrained start, shape (dim,) or (chains, dim); default
+        uniform(-2, 2) per coordinate, retried when not finite.
+    progress : bool
+        Show a tqdm progress bar.
+    cores : int, optional
+        Threads; default ``os.cpu_count()``, at most ``chains``.
+    save_warmup : bool
+        Also return the warmup draws (``warmup_*`` groups).
+
+    Returns
+    -------
+    xarray.DataTree
+        ``posterior``, ``sample_stats``, and ``log_likelihood`` /
+        ``observed_data`` when the log density provides them.  Ctrl-C stops
+        sampling and returns the draws made so far (``posterior.attrs
+        ["interrupted"] == 1``).
+    """
+    return _sample(model, kernel.NUTS, draws, tune, chains, seed, target_accept,
+                   max_treedepth, 0, metric, init, progress, cores, save_warmup)
+
+
+def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
+        target_accept=0.8, metric="diag", init=None, progress=True, cores=None,
+        save_warmup=False):
+    """Sample with static HMC (``num_steps`` leapfrog steps per draw).
+
+    Same warmup and output as :func:`nuts`; the step size is adapted by
+    dual averaging toward ``target_accept`` (0.65 is a common choice for
+    static HMC).  See :func:`nuts` for the other parameters.
+    """
+    if num_steps < 1:
+        raise ValueError(f"num_steps={num_steps}; must be >= 1")
+    return _sample(model, kernel.HMC, draws, tune, chains, seed, target_accept,
+                   1, int(num_steps), metric, init, progress, cores, save_warmup)

@@ -1,0 +1,286 @@
+"""LogDensity: the protocol's methods on models with gathers, matrices, reductions."""
+
+import subprocess
+import sys
+import textwrap
+
+import numba
+import numpy as np
+import pytest
+
+import logdens as ld
+from engine_helpers import check_gradient
+
+RNG = np.random.default_rng(42)
+N, J, D = 60, 5, 3
+GROUP = RNG.integers(0, J, size=N)
+X = RNG.normal(size=(N, D))
+COUNTS = RNG.poisson(3.0, size=N)
+Y = RNG.normal(size=N)
+
+
+def hierarchical_model(counts=COUNTS, group=GROUP, x=X):
+    """Poisson regression with gathered group effects, a matrix product and a potential."""
+    m = ld.Model()
+    mu_a = m.param("mu_a", ld.Normal(0, 2))
+    sigma_a = m.param("sigma_a", ld.HalfNormal(1))
+    z_a = m.param("z_a", ld.Normal(0, 1), shape=J)
+    beta = m.param("beta", ld.Normal(0, 1), shape=D)
+    g = m.data("group", group)
+    X_ = m.data("X", x)
+    m.deterministic("a", mu_a + sigma_a * z_a)
+    m.observe("c", ld.PoissonLog((mu_a + sigma_a * z_a)[g] + X_ @ beta), counts)
+    m.potential("shrink", -0.5 * ld.sum(ld.square(beta)))
+    return m
+
+
+def regression_model():
+    m = ld.Model()
+    alpha = m.param("alpha", ld.Normal(0, 1))
+    beta = m.param("beta", ld.Normal(0, 1), shape=D)
+    sigma = m.param("sigma", ld.Exponential(1.0))
+    nu = m.param("nu", ld.Gamma(2.0, 0.1))
+    X_ = m.data("X", X)
+    m.observe("y", ld.StudentT(nu, X_ @ beta + alpha, sigma), Y)
+    return m
+
+
+@pytest.fixture(scope="module")
+def hierarchical():
+    return hierarchical_model().compile()
+
+
+def theta0(density, seed=0):
+    return np.random.default_rng(seed).normal(scale=0.5, size=density.dim)
+
+
+def test_gradient_of_hierarchical_model(hierarchical):
+    check_gradient(hierarchical, theta0(hierarchical), np.random.default_rng(1), n_directions=5)
+    check_gradient(hierarchical, theta0(hierarchical), np.random.default_rng(2), propto=False, jacobian=False)
+
+
+def test_gradient_of_student_t_regression():
+    density = regression_model().compile()
+    check_gradient(density, theta0(density), np.random.default_rng(3), n_directions=5)
+
+
+def test_value_against_numpy_reference(hierarchical):
+    theta = theta0(hierarchical)
+    v = hierarchical.constrain(theta)
+    eta = v["a"][GROUP] + X @ v["beta"]
+    want = (np.sum(ld.PoissonLog(eta).logpdf(COUNTS)) + ld.Normal(0, 2).logpdf(v["mu_a"])
+            + ld.HalfNormal(1).logpdf(v["sigma_a"]) + np.sum(ld.Normal(0, 1).logpdf(v["z_a"]))
+            + np.sum(ld.Normal(0, 1).logpdf(v["beta"])) - 0.5 * np.sum(v["beta"] ** 2))
+    got = hierarchical.log_density(theta, propto=False, jacobian=False)
+    assert got == pytest.approx(want, rel=1e-12)
+    jacobian = theta[1]  # sigma_a = exp(u): log|J| = u
+    assert hierarchical.log_density(theta, propto=False) == pytest.approx(want + jacobian, rel=1e-12)
+
+
+def test_pointwise_log_likelihood_sums_to_the_likelihood(hierarchical):
+    theta = theta0(hierarchical)
+    v = hierarchical.constrain(theta)
+    pointwise = hierarchical.pointwise_log_likelihood(theta)
+    assert set(pointwise) == {"c"} and pointwise["c"].shape == (N,)
+    np.testing.assert_allclose(pointwise["c"], ld.PoissonLog(v["a"][GROUP] + X @ v["beta"]).logpdf(COUNTS),
+                               rtol=1e-12)
+
+
+def test_per_sample_gradients_sum_to_the_gradient_of_the_likelihood():
+    m = ld.Model()
+    mu_a = m.param("mu_a")
+    sigma_a = m.param("sigma_a", constraint=ld.positive)
+    z_a = m.param("z_a", shape=J)
+    beta = m.param("beta", shape=D)
+    m.observe("c", ld.PoissonLog((mu_a + sigma_a * z_a)[m.data("group", GROUP)] + m.data("X", X) @ beta), COUNTS)
+    density = m.compile()
+    theta = theta0(density)
+    rows = density.per_sample_gradient(theta, "c")
+    assert rows.shape == (N, density.dim)
+    _, grad = density.log_density_gradient(theta, jacobian=False)
+    np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
+    # Row i is the gradient of observation i alone: check one against finite differences.
+    i = 7
+    def lp_i(t):
+        return density.pointwise_log_likelihood(t)["c"][i]
+    e = np.eye(density.dim)
+    fd = np.array([(lp_i(theta + 1e-6 * e[k]) - lp_i(theta - 1e-6 * e[k])) / 2e-6 for k in range(density.dim)])
+    np.testing.assert_allclose(rows[i], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_batch_equals_a_loop(hierarchical):
+    thetas = np.random.default_rng(5).normal(size=(7, hierarchical.dim))
+    lps, grads = hierarchical.log_density_gradient_batch(thetas)
+    for k, t in enumerate(thetas):
+        lp, g = hierarchical.log_density_gradient(t)
+        assert lps[k] == lp
+        np.testing.assert_array_equal(grads[k], g)
+
+
+def test_out_argument_is_filled_in_place(hierarchical):
+    out = np.empty(hierarchical.dim)
+    lp, grad = hierarchical.log_density_gradient(theta0(hierarchical), out=out)
+    assert grad is out
+
+
+def test_set_data_with_a_new_size_does_not_recompile(hierarchical):
+    density = hierarchical_model().compile()
+    core = density._module.core
+    theta = theta0(density)
+    density.log_density_gradient(theta)
+    signatures = list(core.signatures)
+    n = 150
+    rng = np.random.default_rng(9)
+    counts, group, x = rng.poisson(2.0, n), rng.integers(0, J, n), rng.normal(size=(n, D))
+    density.set_data(c=counts, group=group, X=x)
+    lp, grad = density.log_density_gradient(theta)
+    assert list(core.signatures) == signatures
+    fresh = hierarchical_model(counts, group, x).compile()
+    assert fresh._module is density._module  # same generated source: sizes are not compiled in
+    lp_fresh, grad_fresh = fresh.log_density_gradient(theta)
+    assert lp == lp_fresh
+    np.testing.assert_array_equal(grad, grad_fresh)
+    assert density.pointwise_log_likelihood(theta)["c"].shape == (n,)
+    check_gradient(density, theta, np.random.default_rng(10))
+
+
+def test_constrain_and_unconstrain_round_trip(hierarchical):
+    theta = theta0(hierarchical)
+    values = hierarchical.constrain(theta)
+    assert values["sigma_a"] > 0 and values["a"].shape == (J,)
+    np.testing.assert_allclose(hierarchical.unconstrain(values), theta, rtol=1e-12)
+    flat = hierarchical.param_constrain(theta)
+    assert flat.shape == (hierarchical.param_num(),)
+    np.testing.assert_allclose(hierarchical.param_unconstrain(flat), theta, rtol=1e-12)
+    names = hierarchical.param_names(include_tp=True)
+    assert names[:3] == ["mu_a", "sigma_a", "z_a[0]"] and names[-1] == f"a[{J - 1}]"
+    assert len(hierarchical.param_constrain(theta, include_tp=True)) == len(names)
+
+
+def test_potential_of_a_reduction():
+    """F(rho) = rho^2 + rho^3 + rho^4 / 4 with rho = sum(exp(-3 (x + 1))): two passes."""
+    m = ld.Model()
+    x = m.param("x", shape=100)
+    rho = ld.sum(ld.exp(-3.0 * (x + 1.0)))
+    m.potential("F", rho ** 2 + rho ** 3 + rho ** 4 / 4)
+    density = m.compile()
+    theta = np.random.default_rng(0).normal(scale=0.3, size=100)
+    r = np.sum(np.exp(-3 * (theta + 1)))
+    assert density.log_density(theta) == pytest.approx(r ** 2 + r ** 3 + r ** 4 / 4, rel=1e-12)
+    dF = 2 * r + 3 * r ** 2 + r ** 3
+    _, grad = density.log_density_gradient(theta)
+    np.testing.assert_allclose(grad, dF * -3 * np.exp(-3 * (theta + 1)), rtol=1e-12)
+
+
+def test_numba_entry_has_the_shared_signature(hierarchical):
+    entry = hierarchical.numba_entry
+    theta = theta0(hierarchical)
+    grad = np.empty(hierarchical.dim)
+    lp = entry.function(theta, grad, entry.fdata, entry.idata)
+    lp2, grad2 = hierarchical.log_density_gradient(theta)
+    assert lp == lp2
+    np.testing.assert_array_equal(grad, grad2)
+    assert len(entry.function.signatures) == 1
+
+
+def test_outside_the_support_gives_minus_inf():
+    m = ld.Model()
+    s = m.param("s", constraint=ld.real)
+    m.observe("y", ld.Normal(0.0, s), np.array([0.5, 1.0]))  # s <= 0 is invalid inside the kernel
+    density = m.compile()
+    assert density.log_density(np.array([-1.0])) == -np.inf
+    lp, grad = density.log_density_gradient(np.array([-1.0]))
+    assert lp == -np.inf
+    assert density.log_density(np.array([-1.0]), propto=False) == -np.inf
+
+
+def test_a_second_process_loads_from_the_disk_cache(tmp_path):
+    script = textwrap.dedent(f"""
+        import numpy as np, logdens as ld
+        m = ld.Model()
+        mu = m.param("mu", ld.Normal(0, 1))
+        m.observe("y", ld.Normal(mu, 2.0), np.arange(5.0))
+        d = m.compile(cache_dir={str(tmp_path)!r})
+        d.log_density_gradient(np.zeros(1))
+        core = d._module.core
+        print(sum(core.stats.cache_hits.values()), sum(core.stats.cache_misses.values()))
+    """)
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    hits_first, misses_first = map(int, runs[0].stdout.split())
+    hits_second, misses_second = map(int, runs[1].stdout.split())
+    assert misses_first >= 1 and hits_second >= 1 and misses_second == 0
+
+
+def test_cfunc_entry_matches_through_ctypes(hierarchical):
+    import ctypes
+    double_p, int64_p = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int64)
+    prototype = ctypes.CFUNCTYPE(ctypes.c_double, double_p, double_p, double_p, ctypes.c_int64,
+                                 int64_p, ctypes.c_int64)
+    f = prototype(hierarchical.cfunc_address())
+    theta = theta0(hierarchical)
+    grad = np.empty(hierarchical.dim)
+    fdata, idata = hierarchical.fdata, hierarchical.idata
+    lp = f(theta.ctypes.data_as(double_p), grad.ctypes.data_as(double_p), fdata.ctypes.data_as(double_p),
+           len(fdata), idata.ctypes.data_as(int64_p), len(idata))
+    lp2, grad2 = hierarchical.log_density_gradient(theta)
+    assert lp == lp2
+    np.testing.assert_array_equal(grad, grad2)
+
+
+@pytest.mark.parametrize("constraint", [ld.ordered, ld.positive_ordered, ld.simplex],
+                         ids=["ordered", "positive_ordered", "simplex"])
+def test_vector_constraints(constraint):
+    """Values land in the set, round trips hold, log|J| matches a finite-difference
+    Jacobian determinant, and gradients (through the vector transform, in a
+    likelihood, a matrix product and per-sample rows) match finite differences."""
+    K = 4
+    m = ld.Model()
+    w = m.param("w", shape=K, constraint=constraint)
+    m.observe("y", ld.Normal(w[m.data("k", np.array([0, 1, 3, 3, 2]))], 0.7), np.array([0.1, 0.5, 0.9, 1.2, 0.3]))
+    m.observe("v", ld.Normal(m.data("A", RNG.normal(size=(6, K))) @ w, 1.3), RNG.normal(size=6))
+    density = m.compile()
+    theta = np.random.default_rng(0).normal(size=density.dim)
+    value = density.constrain(theta)["w"]
+    if constraint is ld.simplex:
+        assert density.dim == K - 1 and value.sum() == pytest.approx(1.0) and np.all(value > 0)
+    else:
+        assert np.all(np.diff(value) > 0) and (constraint is ld.ordered or value[0] > 0)
+    np.testing.assert_allclose(density.unconstrain({"w": value}), theta, rtol=1e-10, atol=1e-12)
+    check_gradient(density, theta, np.random.default_rng(1), n_directions=4)
+    check_gradient(density, theta, np.random.default_rng(2), jacobian=False)
+    # log|J| against the determinant of a finite-difference Jacobian (of the free coordinates)
+    forward = lambda t: density.constrain(t)["w"][:density.dim]
+    J = np.column_stack([(forward(theta + 1e-6 * e) - forward(theta - 1e-6 * e)) / 2e-6
+                         for e in np.eye(density.dim)])
+    log_j = density.log_density(theta) - density.log_density(theta, jacobian=False)
+    assert log_j == pytest.approx(np.log(abs(np.linalg.det(J))), rel=1e-6, abs=1e-6)
+    rows = density.per_sample_gradient(theta, "y")
+    # central differences with h = 1e-6: accurate to about 1e-9
+    np.testing.assert_allclose(rows.sum(axis=0), gradient_of_term(density, theta), rtol=1e-6, atol=1e-8)
+
+
+def gradient_of_term(density, theta):
+    """Gradient of the 'y' term alone, by central differences of its pointwise log-likelihood."""
+    f = lambda t: density.pointwise_log_likelihood(t)["y"].sum()
+    e = np.eye(density.dim)
+    return np.array([(f(theta + 1e-6 * e[k]) - f(theta - 1e-6 * e[k])) / 2e-6 for k in range(density.dim)])
+
+
+def test_parallel_variant_equals_serial_and_is_deterministic():
+    serial = hierarchical_model().compile()
+    parallel = hierarchical_model().compile(parallel=True)
+    theta = theta0(serial)
+    lp, grad = serial.log_density_gradient(theta)
+    lp_par, grad_par = parallel.log_density_gradient(theta)
+    assert lp_par == pytest.approx(lp, rel=1e-13)
+    np.testing.assert_allclose(grad_par, grad, rtol=1e-12, atol=1e-13)
+    numba.set_num_threads(1)
+    try:
+        one_thread = parallel.log_density_gradient(theta)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert one_thread[0] == lp_par  # fixed chunks summed in order: bit for bit
+    np.testing.assert_array_equal(one_thread[1], grad_par)

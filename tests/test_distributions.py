@@ -1,0 +1,272 @@
+"""Every distribution against scipy, finite differences and its own contracts.
+
+All tests run over the rows of ``tests/cases.py``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from cases import CASES, INVALID
+from distributions.constraints import resolve_bounds
+from distributions.frozen import InvalidArgumentError
+
+EPS = np.finfo(float).eps
+DISTS = sorted({c.dist for c in CASES}, key=lambda d: d.spec.name)
+
+
+def by_case(fn):
+    return pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])(fn)
+
+
+def by_dist(fn):
+    return pytest.mark.parametrize("dist", DISTS, ids=[d.spec.name for d in DISTS])(fn)
+
+
+def args_of(case):
+    """The kernel arguments ``(x, *params)`` as broadcast float arrays."""
+    x = np.asarray(case.x, dtype=float)
+    params = [np.full_like(x, case.params[n]) for n in case.dist.spec.param_names]
+    return [x] + params
+
+
+def kernel_lp(spec, args, keep=None):
+    """Value of the grad kernel, compiled through the public loop or uncompiled."""
+    keep = spec.keep_all if keep is None else keep
+    return np.array([spec.logpdf_grad(*a, keep)[0] for a in zip(*args)])
+
+
+@by_case
+def test_logpdf_matches_reference(case):
+    got = case.dist(**case.params).logpdf(case.x)
+    want = case.reference(np.asarray(case.x, dtype=float), **case.params)
+    np.testing.assert_allclose(got, want, rtol=case.rtol, atol=0)
+
+
+@by_case
+def test_value_of_logpdf_grad_equals_logpdf(case):
+    d = case.dist(**case.params)
+    lp, _ = d.logpdf_grad(case.x)
+    np.testing.assert_allclose(lp, d.logpdf(case.x), rtol=4 * EPS, atol=0)
+
+
+@by_case
+def test_compiled_equals_uncompiled(case):
+    """The numba loop and the plain-Python kernel agree to rounding.
+
+    CPython's ``math.lgamma`` and the libm numba calls may differ by an ulp,
+    so the bound is a few ulps of the summands' magnitude, not of the value
+    (which can be a small difference of large summands).
+    """
+    spec = case.dist.spec
+    args = args_of(case)
+    lp, grads = case.dist(**case.params).logpdf_grad(case.x)
+    for i, point in enumerate(zip(*args)):
+        result = spec.logpdf_grad(*point, spec.keep_all)
+        _, magnitude = value_and_magnitude(spec, list(point), spec.keep_all)
+        assert abs(result[0] - lp[i]) <= 8 * EPS * magnitude or result[0] == lp[i]
+        assert abs(spec.logpdf(*point) - result[0]) <= 8 * EPS * magnitude or spec.logpdf(*point) == result[0]
+        for name, partial in zip(spec.arg_names, result[1:]):
+            if name in grads:
+                np.testing.assert_allclose(partial, grads[name][i], rtol=1e-12, atol=1e-300)
+
+
+def finite_difference(f, v):
+    """5-point central difference of the scalar function ``f`` at ``v``.
+
+    ``f(v)`` returns ``(value, magnitude)``: the magnitude (sum of the
+    absolute summands) bounds the rounding error of the value, eps * magnitude.
+    Steps are powers of two from about 1e-2 down to 1e-13 times max(|v|, 1)
+    (powers of two keep ``v + k h`` exact). The one kept is where the change
+    from the previous step plus the rounding floor is smallest: the flat part
+    between truncation and rounding error. Returns ``(derivative, floor)``;
+    the floor is the stencil's rounding error, 10 eps max(magnitude) / h.
+    """
+    # Two families of steps: relative to max(|v|, 1), and relative to |v|
+    # itself for 0 < |v| < 1 (a scale of 1e-10 needs steps below 1e-10).
+    scales = [2.0 ** min(np.ceil(np.log2(max(abs(v), 1.0))), 1022)]
+    if 0.0 < abs(v) < 1.0:
+        scales.append(2.0 ** np.ceil(np.log2(abs(v))))
+    best, best_score = (np.nan, np.inf), np.inf
+    for scale in scales:
+        previous = np.nan
+        for k in range(7, 45, 3):
+            h = scale * 2.0 ** -k
+            values, magnitudes = zip(*(f(v + j * h) for j in (-2, -1, 0, 1, 2)))
+            if not np.all(np.isfinite(values)):
+                previous = np.nan
+                continue
+            d = (values[0] - 8 * values[1] + 8 * values[3] - values[4]) / (12 * h)
+            floor = 10 * EPS * max(magnitudes) / h
+            score = abs(d - previous) + floor
+            if score < best_score:
+                best, best_score = (d, floor), score
+            previous = d
+    return best
+
+
+def value_and_magnitude(spec, point, keep):
+    """The kept value and the sum of the absolute values of its summands."""
+    value = spec.logpdf_grad(*point, keep)[0]
+    magnitude = 0.0
+    for k, kept in enumerate(keep):
+        if kept:
+            only_k = tuple(j == k for j in range(len(keep)))
+            magnitude += abs(spec.logpdf_grad(*point, only_k)[0])
+    return value, magnitude
+
+
+def check_partials(spec, args, keep, grads_of, rtol=1e-6):
+    """Compare each partial with finite differences of the value, point by point."""
+    for i, point in enumerate(zip(*args)):
+        point = list(point)
+        if not np.isfinite(spec.logpdf_grad(*point, keep)[0]):
+            continue
+        analytic = grads_of(point)
+        for j, name in enumerate(spec.arg_names):
+            if name not in spec.gradient_args():
+                continue
+
+            def f(v):
+                shifted = point.copy()
+                shifted[j] = v
+                return value_and_magnitude(spec, shifted, keep)
+
+            fd, floor = finite_difference(f, point[j])
+            if not np.isfinite(fd):
+                continue  # every step leaves the support: a boundary point
+            assert abs(analytic[j] - fd) <= rtol * abs(fd) + floor + 1e-290, (
+                f"{spec.name} d/d{name} at {dict(zip(spec.arg_names, point))}: "
+                f"analytic {analytic[j]!r}, finite difference {fd!r}")
+
+
+@by_case
+def test_partials_match_finite_differences(case):
+    """rtol 1e-6: the 5-point stencil's truncation error at the chosen step,
+    plus its rounding floor (about 10 eps |lp| / h)."""
+    spec = case.dist.spec
+    check_partials(spec, args_of(case), spec.keep_all,
+                   lambda p: spec.logpdf_grad(*p, spec.keep_all)[1:])
+
+
+@by_case
+def test_summand_tags(case):
+    """Summand k depends on nothing outside its tag: dropping it changes no
+    partial with respect to an untagged argument, and the partials of what
+    remains still match finite differences (so the dropped part is constant
+    in those arguments). Discrete arguments are covered by the value checks."""
+    spec = case.dist.spec
+    args = args_of(case)
+    for k, summand in enumerate(spec.summands):
+        keep = tuple(j != k for j in range(len(spec.summands)))
+        for point in zip(*args):
+            full = spec.logpdf_grad(*point, spec.keep_all)
+            part = spec.logpdf_grad(*point, keep)
+            if not np.isfinite(full[0]):
+                continue
+            for name, g_full, g_part in zip(spec.arg_names, full[1:], part[1:]):
+                if name not in summand.depends:
+                    assert g_full == pytest.approx(g_part, rel=1e-12, abs=1e-300), (summand, name)
+        check_partials(spec, args, keep, lambda p: spec.logpdf_grad(*p, keep)[1:])
+
+
+@by_case
+def test_three_copies_give_three_times_the_value(case):
+    d = case.dist(**case.params)
+    one = d.logpdf(case.x)
+    three = d.logpdf(np.tile(case.x, 3)).reshape(3, -1)
+    np.testing.assert_array_equal(three, np.broadcast_to(one, three.shape))
+    assert np.sum(three) == pytest.approx(3 * np.sum(one), rel=1e-14)
+
+
+def outside_points(dist, params):
+    """Points outside the support: beyond each bound (by a relative step, so the
+    point really moves even at bounds like 1e300), infinities, non-integers."""
+    spec = dist.spec
+    lower, upper = resolve_bounds(spec.support, params)
+    lower, upper = float(np.min(lower)), float(np.max(upper))
+    points = []
+    with np.errstate(over="ignore"):
+        if np.isfinite(lower):
+            points += [lower - max(1.0, abs(lower)), lower - 1e-9 * max(1.0, abs(lower))]
+            if not spec.support.lower_closed:
+                points.append(lower)
+        if np.isfinite(upper):
+            points += [upper + max(1.0, abs(upper)), upper + 1e-9 * max(1.0, abs(upper))]
+            if not spec.support.upper_closed:
+                points.append(upper)
+    if spec.support.integer:
+        points += [0.5, (lower if np.isfinite(lower) else 0.0) + 1.5]
+    points += [-np.inf, np.inf]
+    return points
+
+
+@by_case
+def test_outside_support_is_minus_inf_with_zero_partials(case):
+    d = case.dist(**case.params)
+    points = outside_points(case.dist, case.params)
+    lp, grads = d.logpdf_grad(points)
+    assert np.all(lp == -np.inf), dict(zip(points, lp))
+    assert np.all(d.logpdf(points) == -np.inf)
+    for g in grads.values():
+        assert np.all(g == 0.0)
+
+
+def invalid_rows():
+    """The INVALID table plus NaN and +-inf for every parameter of every distribution."""
+    rows = list(INVALID)
+    for dist in DISTS:
+        valid = next(c.params for c in CASES if c.dist is dist)
+        for name in dist.spec.param_names:
+            for bad in (np.nan, np.inf, -np.inf):
+                rows.append((dist, {**valid, name: bad}, name))
+    return rows
+
+
+@pytest.mark.parametrize("dist, params, bad", invalid_rows(),
+                         ids=[f"{d.spec.name}-{b}={p[b]}" for d, p, b in invalid_rows()])
+def test_invalid_parameters_raise_naming_everything(dist, params, bad):
+    with pytest.raises(InvalidArgumentError) as err:
+        dist(**params)
+    message = str(err.value)
+    assert message.startswith(dist.spec.name + ":")
+    assert f"{bad}=" in message and "must" in message
+    assert repr(float(params[bad])) in message
+
+
+@by_dist
+def test_invalid_entry_in_array_is_named_by_index(dist):
+    valid = next(c.params for c in CASES if c.dist is dist)
+    name = dist.spec.param_names[-1]
+    values = np.full(4, valid[name], dtype=float)
+    values[2] = np.nan
+    with pytest.raises(InvalidArgumentError, match=rf"{name}\[2\]=nan"):
+        dist(**{**valid, name: values})
+
+
+@by_dist
+def test_nan_value_raises(dist):
+    valid = next(c.params for c in CASES if c.dist is dist)
+    with pytest.raises(InvalidArgumentError, match=r"x\[1\]=nan"):
+        dist(**valid).logpdf([0.0, np.nan])
+
+
+@by_dist
+def test_kernels_return_minus_inf_for_invalid_parameters(dist):
+    """Inside a kernel an invalid parameter is a rejected point, never an exception."""
+    spec = dist.spec
+    valid = next(c for c in CASES if c.dist is dist)
+    x = valid.x[0]
+    for name in spec.param_names:
+        params = [np.nan if n == name else valid.params[n] for n in spec.param_names]
+        result = spec.logpdf_grad(x, *params, spec.keep_all)
+        assert result[0] == -np.inf and all(g == 0.0 for g in result[1:])
+        assert spec.logpdf(x, *params) == -np.inf
+
+
+def test_gradient_keys_follow_the_spec():
+    for dist in DISTS:
+        valid = next(c for c in CASES if c.dist is dist)
+        _, grads = dist(**valid.params).logpdf_grad(valid.x)
+        assert tuple(grads) == dist.spec.gradient_args()

@@ -1,0 +1,61 @@
+"""The chunked transition loop: chunking invariance and warmup adaptation."""
+
+import numpy as np
+import pytest
+
+from samplers import kernel, runner
+from samplers.mass_matrix import warmup_schedule
+from samplers.protocol import numba_entry
+from samplers.sample import _chain_state, _config
+from test_samplers_targets import NumbaTarget, correlated_gaussian, gaussian
+
+
+def diagonal_gaussian(scales):
+    scales = np.asarray(scales, float)
+    fdata = np.concatenate([np.zeros(scales.size), np.diag(1 / scales**2).ravel()])
+    return NumbaTarget(gaussian, scales.size, fdata)
+
+
+def run(target, tune, draws, metric="diag", chunk=None, seed=0, monkeypatch=None):
+    entry = numba_entry(target)
+    state = _chain_state(entry, target.dim, metric == "dense", seed, 0, None)
+    iconf, fconf = _config(kernel.NUTS, 10, 0, tune, metric, 0.8)
+    if chunk is not None:
+        monkeypatch.setattr(runner, "MAX_CHUNK", chunk)
+        monkeypatch.setattr(runner, "CHUNK_SECONDS", 1e9)
+    res = runner.run_chains(entry, [state], warmup_schedule(tune), iconf, fconf,
+                            tune + draws, tune, 1, False)
+    return res, state
+
+
+@pytest.mark.parametrize("chunk", [1, 7])
+def test_chunking_does_not_change_results(chunk, monkeypatch):
+    target = diagonal_gaussian([0.5, 2.0, 1.0])
+    ref, _ = run(target, 150, 50)
+    res, _ = run(target, 150, 50, chunk=chunk, monkeypatch=monkeypatch)
+    np.testing.assert_array_equal(ref.draws, res.draws)
+    np.testing.assert_array_equal(ref.stats, res.stats)
+
+
+def test_diag_warmup_learns_the_variances_and_fixes_the_step_size():
+    scales = np.array([0.1, 1.0, 10.0])
+    res, state = run(diagonal_gaussian(scales), 1000, 200)
+    np.testing.assert_allclose(state.metric.inv_diag, scales**2, rtol=0.3)
+    step = res.stats[0, :, kernel.STAT_NAMES.index("step_size")]
+    assert np.all(step[1000:] == step[1000])  # fixed after warmup
+    assert step[1000] == pytest.approx(state.scalars[kernel.STEP])
+
+
+def test_dense_warmup_learns_the_covariance():
+    target, _, cov = correlated_gaussian(rho=0.9, scales=(1.0, 5.0))
+    _, state = run(target, 1000, 10, metric="dense")
+    np.testing.assert_allclose(state.metric.inv_dense, cov, rtol=0.3, atol=0.3)
+    factor = state.metric.momentum_factor  # L^{-T}: factor factor' = M, Cov(p) = M
+    np.testing.assert_allclose(factor @ factor.T @ state.metric.inv_dense, np.eye(2),
+                               atol=1e-10)
+
+
+def test_short_warmup_without_metric_windows():
+    res, state = run(diagonal_gaussian([3.0, 3.0]), 10, 20)
+    np.testing.assert_array_equal(state.metric.inv_diag, [1.0, 1.0])
+    assert np.isfinite(res.draws).all()

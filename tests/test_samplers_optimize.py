@@ -1,0 +1,56 @@
+"""find_map against closed forms."""
+
+import math
+
+import numpy as np
+import pytest
+
+import samplers
+from test_samplers_targets import (GammaTarget, PythonGaussian, correlated_gaussian,
+                                   normal_normal_target)
+
+
+def test_gaussian_mode_is_the_mean():
+    target, mean, _ = correlated_gaussian(rho=0.9, scales=(1.0, 30.0))
+    fit = samplers.find_map(target, seed=1)
+    assert fit.success
+    np.testing.assert_allclose(fit.theta, mean, atol=1e-6)
+    assert fit.log_density == pytest.approx(0.0, abs=1e-10)
+    np.testing.assert_allclose(fit.params["theta"], mean, atol=1e-6)
+
+
+def test_conjugate_mode_is_the_posterior_mean():
+    y = np.random.default_rng(0).normal(3.0, 2.0, size=15)
+    target, mean, _ = normal_normal_target(y)
+    fit = samplers.find_map(target, init=[-5.0])
+    assert fit.theta[0] == pytest.approx(mean, abs=1e-7)
+
+
+def test_constrained_estimates_by_name():
+    # Mode of log x for x ~ Gamma(a, b) (Jacobian included): x* = a / b.
+    fit = samplers.find_map(GammaTarget(3.0, 2.0), num_starts=3, seed=2)
+    assert float(fit.params["x"]) == pytest.approx(1.5, rel=1e-7)
+    assert fit.n_evals > 0 and isinstance(fit.message, str)
+
+
+def test_external_log_density_and_multiple_starts():
+    target = PythonGaussian([2.0, -1.0], np.array([[1.0, 0.3], [0.3, 0.5]]))
+    fit = samplers.find_map(target, num_starts=4)
+    np.testing.assert_allclose(fit.theta, [2.0, -1.0], atol=1e-6)
+
+
+def test_bimodal_keeps_the_best_start():
+    class TwoBumps:
+        """Mixture of N(-3, 1) (weight 0.2) and N(3, 1) (weight 0.8)."""
+        dim = 1
+
+        def log_density_gradient(self, theta):
+            x = theta[0]
+            a, b = math.log(0.2) - 0.5 * (x + 3) ** 2, math.log(0.8) - 0.5 * (x - 3) ** 2
+            m = max(a, b)
+            lse = m + math.log(math.exp(a - m) + math.exp(b - m))
+            wa, wb = math.exp(a - lse), math.exp(b - lse)
+            return lse, np.array([-(x + 3) * wa - (x - 3) * wb])
+
+    fit = samplers.find_map(TwoBumps(), init=[-3.0], num_starts=8, seed=0)
+    assert fit.theta[0] == pytest.approx(3.0, abs=1e-3)

@@ -1,0 +1,113 @@
+"""Bad models and bad data get clear errors naming the term, array, index and value."""
+
+import numpy as np
+import pytest
+
+import logdens as ld
+from logdens.expr import ModelError
+
+
+def poisson_model(counts, group, n_groups=3):
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1), shape=n_groups)
+    g = m.data("group", group)
+    m.observe("c", ld.PoissonLog(a[g]), counts)
+    return m
+
+
+def test_names_must_be_identifiers():
+    m = ld.Model()
+    for bad in ("1x", "a-b", "x y", "import", "_private", "θ+"):
+        with pytest.raises(ModelError, match="identifier"):
+            m.param(bad)
+    with pytest.raises(ModelError, match="identifier"):
+        m.data("my data", np.zeros(3))
+
+
+def test_names_must_be_unique():
+    m = ld.Model()
+    m.param("mu")
+    with pytest.raises(ModelError, match="already used"):
+        m.data("mu", np.zeros(2))
+
+
+def test_nan_in_data_is_named_with_its_index():
+    y = np.array([0.1, np.nan, 0.3])
+    m = ld.Model()
+    mu = m.param("mu")
+    m.observe("y", ld.Normal(mu, 1.0), y)
+    with pytest.raises(ModelError, match=r"data 'y': y\[1\]=nan, must be finite"):
+        m.compile()
+
+
+def test_negative_and_fractional_counts_are_rejected():
+    with pytest.raises(ModelError, match=r"term 'c': PoissonLog value x: c\[2\]=-1.0, must be >= 0.0"):
+        poisson_model(np.array([1, 2, -1, 0]), np.array([0, 1, 2, 0])).compile()
+    with pytest.raises(ModelError, match=r"c\[0\]=1.5, .*integer"):
+        poisson_model(np.array([1.5, 2, 1, 0]), np.array([0, 1, 2, 0])).compile()
+
+
+def test_index_out_of_bounds_and_non_integer_index():
+    with pytest.raises(ModelError, match=r"term 'c': index group\[3\]=3 is out of bounds for a of length 3"):
+        poisson_model(np.array([1, 2, 1, 0]), np.array([0, 1, 2, 3])).compile()
+    density = poisson_model(np.array([1, 2, 1, 0]), np.array([0, 1, 2, 0])).compile()
+    with pytest.raises(ModelError, match="integer dtype"):
+        density.set_data(group=np.array([0.0, 1.0, 2.0, 0.0]))
+    with pytest.raises(ModelError, match=r"group\[1\]=-1"):
+        density.set_data(group=np.array([0, -1, 2, 0]))
+
+
+def test_length_mismatch_names_both_lengths():
+    density = poisson_model(np.array([1, 2, 1, 0]), np.array([0, 1, 2, 0])).compile()
+    with pytest.raises(ModelError, match=r"term 'c': c has length 5 but a\[group\] has length 4"):
+        density.set_data(c=np.array([1, 2, 1, 0, 4]))
+    density.set_data(c=np.array([1, 2, 1, 0, 4]), group=np.array([0, 1, 2, 0, 1]))  # consistent: fine
+
+
+def test_unknown_data_name_in_set_data():
+    density = poisson_model(np.array([1, 2]), np.array([0, 1])).compile()
+    with pytest.raises(ModelError, match=r"unknown data \['counts'\]"):
+        density.set_data(counts=np.array([1]))
+
+
+def test_invalid_data_parameter_is_named():
+    m = ld.Model()
+    mu = m.param("mu")
+    sigma = m.data("sigma", np.array([1.0, -2.0, 3.0]))
+    m.observe("y", ld.Normal(mu, sigma), np.zeros(3))
+    with pytest.raises(ModelError, match=r"term 'y': Normal parameter scale: sigma\[1\]=-2.0, must be > 0"):
+        m.compile()
+
+
+def test_shapes_that_do_not_broadcast():
+    m = ld.Model()
+    z = m.param("z", shape=4)
+    with pytest.raises(ModelError, match=r"shapes \(4,\) and \(3,\)"):
+        z + np.zeros(3)
+
+
+def test_matrix_columns_must_match():
+    m = ld.Model()
+    beta = m.param("beta", shape=3)
+    with pytest.raises(ModelError, match=r"\(10, 2\) and \(3,\)"):
+        m.data("X", np.zeros((10, 2))) @ beta
+
+
+def test_discrete_parameters_are_rejected():
+    m = ld.Model()
+    with pytest.raises(ModelError, match="cannot be discrete"):
+        m.param("k", ld.Poisson(3.0))
+
+
+def test_potential_must_be_scalar():
+    m = ld.Model()
+    z = m.param("z", shape=3)
+    with pytest.raises(ModelError, match=r"ld.sum"):
+        m.potential("p", z * 2)
+
+
+def test_observed_value_must_be_data():
+    m = ld.Model()
+    mu = m.param("mu")
+    with pytest.raises(ModelError, match="must be data"):
+        m.observe("y", ld.Normal(0, 1), mu + 1.0)
