@@ -14,3 +14,14 @@ from logdens.expr import (ModelError, abs, digamma, erf, exp, expm1, inv_logit, 
                           log1p, log_logistic, logaddexp, logistic, logit, softplus, sqrt, square,
                           sum, tanh)
 from logdens.model import Model  # noqa: F401
+
+_SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace")
+
+
+def __getattr__(name):
+    """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``: the samplers' entry points,
+    imported on first use (the samplers package loads ArviZ and its own kernels)."""
+    if name in _SAMPLER_ENTRY_POINTS:
+        import samplers
+        return getattr(samplers, name)
+    raise AttributeError(f"module 'logdens' has no attribute {name!r}")

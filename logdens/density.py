@@ -177,6 +177,31 @@ class LogDensity:
         values = {**self._arrays, **(params if params is not None else self._params(theta))}
         return {name: evaluate(e, values) for name, e in self.model.deterministics.items()}
 
+    def constrain_batch(self, thetas):
+        """``constrain`` of every row of ``thetas``: name -> array (n, *shape), in one numpy pass."""
+        thetas = np.ascontiguousarray(thetas, dtype=np.float64).reshape(-1, self.dim)
+        n = len(thetas)
+        params = {}
+        for p in self.layout.params.values():
+            block = thetas[:, p.offset:p.offset + p.size]
+            if p.transform.event:
+                params[p.name] = np.array([p.transform.forward(row) for row in block]).reshape((n,) + p.shape)
+            else:
+                params[p.name] = p.transform.forward(block).reshape((n,) + p.shape)
+        batched = {k: (v[:, None] if v.ndim == 1 else v) for k, v in params.items()}  # scalars as (n, 1)
+        values = {**self._arrays, **batched}
+        for name, e in self.model.deterministics.items():
+            out = np.asarray(evaluate(e, values, batch=True))
+            params[name] = np.broadcast_to(out, (n,) + e.shape if e.shape else (n, 1)).reshape((n,) + e.shape)
+        return params
+
+    def pointwise_log_likelihood_batch(self, thetas):
+        """``pointwise_log_likelihood`` of every row of ``thetas``: name -> array (n, n_obs)."""
+        thetas = np.ascontiguousarray(thetas, dtype=np.float64).reshape(-1, self.dim)
+        rows = [self.pointwise_log_likelihood(t) for t in thetas]
+        names = rows[0].keys() if rows else [t.name for t in self.model.terms if t.kind == "observe"]
+        return {k: np.array([r[k] for r in rows]) for k in names}
+
     def constrain(self, theta):
         """Constrained parameters and deterministics by name, in their shapes."""
         params = self._params(theta)

@@ -20,10 +20,12 @@ BINARY = {
 }
 
 
-def evaluate(node, values):
+def evaluate(node, values, batch=False):
     """The value of ``node`` given ``values``: name -> array for parameters and data.
 
-    Unnamed arrays inside expressions carry their own value.
+    Unnamed arrays inside expressions carry their own value. With ``batch``,
+    every parameter value has a leading axis of draws (scalars as (n, 1),
+    so they broadcast against data); the result has the same leading axis.
     """
     memo = {}
 
@@ -42,13 +44,13 @@ def evaluate(node, values):
         elif isinstance(n, ex.Binary):
             out = BINARY[n.op](walk(n.children[0]), walk(n.children[1]))
         elif isinstance(n, ex.Gather):
-            out = walk(n.children[0])[walk(n.children[1])]
+            out = walk(n.children[0])[..., walk(n.children[1])]
         elif isinstance(n, ex.Slice):
-            out = walk(n.children[0])[n.start:n.stop:n.step]
+            out = walk(n.children[0])[..., n.start:n.stop:n.step]
         elif isinstance(n, ex.MatVec):
-            out = walk(n.children[0]) @ walk(n.children[1])
+            out = walk(n.children[1]) @ walk(n.children[0]).T
         elif isinstance(n, ex.Sum):
-            out = np.sum(walk(n.children[0]))
+            out = np.sum(walk(n.children[0]), axis=-1, keepdims=batch)
         else:
             raise TypeError(f"cannot evaluate {type(n).__name__}")
         memo[id(n)] = out

@@ -60,25 +60,41 @@ def _sampler_messages(stats, max_depth):
 
 
 def _split(x):
-    """(chains, draws) -> (2 chains, draws // 2): halves of every chain."""
+    """(chains, draws, k) -> (2 chains, draws // 2, k): halves of every chain."""
     half = x.shape[1] // 2
     return np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
 
 
+def _average_ranks(flat):
+    """Ranks (1-based) of each column of ``flat`` (n, k), ties averaged."""
+    order = np.argsort(flat, axis=0, kind="stable")
+    ranks = np.empty_like(flat)
+    np.put_along_axis(ranks, order, np.arange(1.0, flat.shape[0] + 1)[:, None], axis=0)
+    ties = np.any(np.diff(np.take_along_axis(flat, order, axis=0), axis=0) == 0, axis=0)
+    for j in np.flatnonzero(ties):  # rare: stuck chains, discrete values
+        _, inverse, counts = np.unique(flat[:, j], return_inverse=True, return_counts=True)
+        ranks[:, j] = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
+    return ranks
+
+
 def _rank_normalize(x):
-    """Normal scores of the pooled average ranks (Vehtari et al. 2021, eq. 14)."""
-    flat = x.ravel()
-    _, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
-    upper = np.cumsum(counts)
-    ranks = (upper - (counts - 1) / 2.0)[inverse]  # average rank of ties
-    return ndtri((ranks - 3.0 / 8.0) / (flat.size + 0.25)).reshape(x.shape)
+    """Normal scores of pooled average ranks per column (Vehtari et al. 2021)."""
+    flat = x.reshape(-1, x.shape[2])
+    ranks = _average_ranks(flat)
+    return ndtri((ranks - 3.0 / 8.0) / (flat.shape[0] + 0.25)).reshape(x.shape)
 
 
 def _rhat(x):
     n = x.shape[1]
-    within = x.var(axis=1, ddof=1).mean()
-    between = n * x.mean(axis=1).var(ddof=1)
-    return np.sqrt(((n - 1) / n * within + between / n) / within)
+    within = x.var(axis=1, ddof=1).mean(axis=0)
+    between = n * x.mean(axis=1).var(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # constant draws: nan
+        return np.sqrt(((n - 1) / n * within + between / n) / within)
+
+
+def _as_3d(x):
+    x = np.asarray(x, dtype=float)
+    return x[:, :, None] if x.ndim == 2 else x
 
 
 def rank_rhat(x):
@@ -86,41 +102,37 @@ def rank_rhat(x):
 
     Parameters
     ----------
-    x : ndarray, shape (chains, draws)
+    x : ndarray, shape (chains, draws) or (chains, draws, k)
 
     Returns
     -------
-    float
+    float or ndarray of shape (k,)
     """
-    s = _split(np.asarray(x, dtype=float))
-    folded = np.abs(s - np.median(s))
-    return max(_rhat(_rank_normalize(s)), _rhat(_rank_normalize(folded)))
-
-
-def _autocovariance(x):
-    n = x.shape[1]
-    centered = x - x.mean(axis=1, keepdims=True)
-    spec = np.fft.rfft(centered, n=2 * n, axis=1)
-    return np.fft.irfft(spec * np.conjugate(spec), n=2 * n, axis=1)[:, :n] / n
+    s = _split(_as_3d(x))
+    folded = np.abs(s - np.median(s.reshape(-1, s.shape[2]), axis=0))
+    out = np.maximum(_rhat(_rank_normalize(s)), _rhat(_rank_normalize(folded)))
+    return out if np.ndim(x) == 3 else float(out[0])
 
 
 def _ess(x):
-    """ESS with Geyer's initial monotone sequence (Stan's estimator)."""
-    chains, n = x.shape
-    acov = _autocovariance(x).mean(axis=0)
+    """ESS per column with Geyer's initial monotone sequence (Stan's estimator)."""
+    chains, n, _ = x.shape
+    centered = x - x.mean(axis=1, keepdims=True)
+    spec = np.fft.rfft(centered, n=2 * n, axis=1)
+    acov = np.fft.irfft(spec * np.conjugate(spec), n=2 * n, axis=1)[:, :n].mean(axis=0) / n
     mean_var = acov[0] * n / (n - 1.0)
-    var_plus = mean_var * (n - 1.0) / n + (x.mean(axis=1).var(ddof=1) if chains > 1 else 0.0)
-    rho = 1.0 - (mean_var - acov) / var_plus
+    var_plus = mean_var * (n - 1.0) / n
+    if chains > 1:
+        var_plus = var_plus + x.mean(axis=1).var(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # constant draws
+        rho = 1.0 - (mean_var - acov) / var_plus
     rho[0] = 1.0
-    t, total, last_pair = 0, 0.0, np.inf
-    while t + 1 < n - 2:
-        pair = rho[t] + rho[t + 1]
-        if pair < 0.0:
-            break
-        last_pair = min(pair, last_pair)  # initial monotone sequence
-        total += last_pair
-        t += 2
-    tau = max(-1.0 + 2.0 * total, 1.0 / np.log10(chains * n))
+    m = 2 * ((n - 2) // 2)  # pairs (rho[t], rho[t + 1]) with t + 1 < n - 2
+    pairs = rho[0:m:2] + rho[1:m:2]
+    before_negative = np.cumprod(pairs >= 0.0, axis=0).astype(bool)
+    monotone = np.minimum.accumulate(pairs, axis=0)  # initial monotone sequence
+    total = np.sum(np.where(before_negative, monotone, 0.0), axis=0)
+    tau = np.maximum(-1.0 + 2.0 * total, 1.0 / np.log10(chains * n))
     return chains * n / tau
 
 
@@ -129,29 +141,26 @@ def bulk_ess(x):
 
     Parameters
     ----------
-    x : ndarray, shape (chains, draws)
+    x : ndarray, shape (chains, draws) or (chains, draws, k)
 
     Returns
     -------
-    float
+    float or ndarray of shape (k,)
     """
-    s = _split(np.asarray(x, dtype=float))
-    if np.ptp(s) < np.finfo(float).resolution:
-        return float(s.size)
-    return _ess(_rank_normalize(s))
+    s = _split(_as_3d(x))
+    out = _ess(_rank_normalize(s))
+    constant = np.ptp(s.reshape(-1, s.shape[2]), axis=0) < np.finfo(float).resolution
+    out = np.where(constant, float(s.shape[0] * s.shape[1]), out)
+    return out if np.ndim(x) == 3 else float(out[0])
 
 
 def _convergence_messages(idata, chains, n_draws):
     msgs = []
     if chains < 2 or n_draws < 4:
         return msgs
-    rhats, esss = [], []
-    for var in idata["posterior"].data_vars.values():
-        flat = var.values.reshape(chains, n_draws, -1)
-        for k in range(flat.shape[2]):
-            rhats.append(rank_rhat(flat[:, :, k]))
-            esss.append(bulk_ess(flat[:, :, k]))
-    max_rhat, min_ess = np.nanmax(rhats), np.nanmin(esss)
+    flat = np.concatenate([v.values.reshape(chains, n_draws, -1)
+                           for v in idata["posterior"].data_vars.values()], axis=2)
+    max_rhat, min_ess = np.nanmax(rank_rhat(flat)), np.nanmin(bulk_ess(flat))
     if max_rhat > MAX_RHAT:
         msgs.append(f"max R-hat is {max_rhat:.3f} (> {MAX_RHAT}); chains have not mixed")
     if min_ess < MIN_ESS_PER_CHAIN * chains:

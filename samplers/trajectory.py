@@ -8,9 +8,12 @@ trajectory: multinomially inside each subtree, with biased progressive
 sampling at the top level (Betancourt 2017, appendix A.3.2).
 
 The recursion of Stan's ``build_tree`` is replaced by a stack of pending left
-subtrees, one per level: after leaf ``k`` of a subtree, one internal node of
-the recursion completes per trailing one bit of ``k`` and is merged at once,
-in the same (post-) order, drawing the same random numbers as the recursion.
+subtrees, one slot per level: after leaf ``k`` of a subtree, one internal node
+of the recursion completes per trailing one bit of ``k`` (``m`` of them); the
+leaf is written to slot ``m`` and the pending subtrees of slots ``0 .. m-1``
+are merged into it in the recursion's (post-) order, drawing the same random
+numbers.  Slot ``m`` is free then, as bit ``m`` of ``k`` is zero, so no
+subtree is ever copied.
 The tests check this against a recursive reference.
 """
 
@@ -53,8 +56,8 @@ class TreeWork(NamedTuple):
     slots : ndarray, shape (7, max_depth + 1, dim)
         Per subtree slot: summed momentum, momentum and velocity at its first
         and last leaf, and the multinomial proposal's position and gradient.
-        Slots ``0 .. max_depth - 1`` hold pending left subtrees by level;
-        slot ``max_depth`` is scratch for odd leaves.
+        Slot ``j`` holds the pending left subtree of ``2**j`` leaves (or the
+        finished subtree).
     slot_scalars : ndarray, shape (3, max_depth + 1)
         Per slot: the proposal's log density and energy, and the log of the
         summed multinomial weights.
@@ -137,36 +140,28 @@ def _take_proposal(slots, sc, dst, src):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _move_slot(slots, sc, dst, src):
-    """Copy a whole subtree from slot ``src`` to slot ``dst``."""
-    for k in range(slots.shape[0]):
-        for i in range(slots.shape[2]):
-            slots[k, dst, i] = slots[k, src, i]
-    for k in range(sc.shape[0]):
-        sc[k, dst] = sc[k, src]
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def merge_subtrees(slots, sc, left, right, rng):
-    """Merge subtree ``right`` into ``left`` (its predecessor); True if turning.
+    """Merge subtree ``left`` into its successor ``right``; True if turning.
 
-    Multinomial sampling: the merged proposal is the right one with
-    probability ``w_right / (w_left + w_right)`` (one uniform, always drawn,
-    as in Stan).  Then the no-U-turn criterion on the merged subtree and on
-    each half extended by the neighbouring point of the other half.
+    The merged subtree replaces ``right`` (which already sits in the slot of
+    the merged tree's level, so nothing is moved).  Multinomial sampling: the
+    merged proposal stays the right one with probability
+    ``w_right / (w_left + w_right)`` (one uniform, always drawn, as in Stan).
+    Then the no-U-turn criterion on the merged subtree and on each half
+    extended by the neighbouring point of the other half.
     """
     lsw = log_add_exp(sc[LSW, left], sc[LSW, right])
-    if uniform(rng) < math.exp(sc[LSW, right] - lsw):
-        _take_proposal(slots, sc, left, right)
-    sc[LSW, left] = lsw
+    if not uniform(rng) < math.exp(sc[LSW, right] - lsw):
+        _take_proposal(slots, sc, right, left)
+    sc[LSW, right] = lsw
     l, r = left, right
     turning = is_turning_merged(slots[V_BEG, l], slots[V_LAST, l], slots[RHO, l],
                                 slots[P_LAST, l], slots[V_BEG, r], slots[V_LAST, r],
                                 slots[RHO, r], slots[P_BEG, r])
     for i in range(slots.shape[2]):
-        slots[RHO, l, i] += slots[RHO, r, i]
-        slots[P_LAST, l, i] = slots[P_LAST, r, i]
-        slots[V_LAST, l, i] = slots[V_LAST, r, i]
+        slots[RHO, r, i] += slots[RHO, l, i]
+        slots[P_BEG, r, i] = slots[P_BEG, l, i]
+        slots[V_BEG, r, i] = slots[V_BEG, l, i]
     return turning
 
 
@@ -185,7 +180,6 @@ def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
     signed_eps = eps if d == 1 else -eps
     ends, slots, sc = work.ends, work.slots, work.slot_scalars
     q, p, g, v = ends[Q, d], ends[P, d], ends[G, d], ends[V, d]
-    scratch = sc.shape[1] - 1
     n_leaves = 1 << depth
     sum_accept = 0.0
     slot = 0
@@ -197,19 +191,15 @@ def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
         sum_accept += 1.0 if log_weight > 0.0 else math.exp(log_weight)
         if h - h0 > max_energy_error:
             return SubtreeStats(False, 0, k + 1, sum_accept, True)
-        slot = 0 if (k & 1) == 0 else scratch
+        # Leaf k completes one inner node per trailing one bit of k; the
+        # merged subtree then has that many levels and waits in that slot.
+        slot = 0
+        while (k >> slot) & 1:
+            slot += 1
         _set_leaf(slots, sc, slot, ends, d, lp, h, log_weight)
-        level = 0
-        bits = k
-        while bits & 1:  # one completed inner node per trailing one bit
+        for level in range(slot):
             if merge_subtrees(slots, sc, level, slot, rng):
                 return SubtreeStats(False, 0, k + 1, sum_accept, False)
-            slot = level
-            level += 1
-            bits >>= 1
-        if level > 0 and k < n_leaves - 1:
-            _move_slot(slots, sc, level, slot)
-            slot = level
     return SubtreeStats(True, slot, n_leaves, sum_accept, False)
 
 

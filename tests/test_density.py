@@ -284,3 +284,15 @@ def test_parallel_variant_equals_serial_and_is_deterministic():
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert one_thread[0] == lp_par  # fixed chunks summed in order: bit for bit
     np.testing.assert_array_equal(one_thread[1], grad_par)
+
+
+def test_batch_forms_of_constrain_and_pointwise(hierarchical):
+    thetas = np.random.default_rng(8).normal(scale=0.5, size=(5, hierarchical.dim))
+    batch = hierarchical.constrain_batch(thetas)
+    pointwise = hierarchical.pointwise_log_likelihood_batch(thetas)
+    for k, theta in enumerate(thetas):
+        one = hierarchical.constrain(theta)
+        assert set(batch) == set(one)
+        for name, value in one.items():
+            np.testing.assert_allclose(batch[name][k], value, rtol=1e-13)
+        np.testing.assert_array_equal(pointwise["c"][k], hierarchical.pointwise_log_likelihood(theta)["c"])

@@ -62,3 +62,16 @@ def test_rhat_and_bulk_ess_match_arviz():
         x[0] += shift
         assert rank_rhat(x) == pytest.approx(float(arviz_stats.rhat(x)), rel=1e-6)
         assert bulk_ess(x) == pytest.approx(float(arviz_stats.ess(x, method="bulk")), rel=1e-6)
+
+
+def test_rhat_and_ess_vectorized_over_columns_and_ties():
+    from samplers.diagnostics import bulk_ess, rank_rhat
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(4, 300, 3))
+    x[:, :, 1] = np.round(x[:, :, 1])  # ties
+    x[:, :, 2] = 1.5                   # constant
+    r, e = rank_rhat(x), bulk_ess(x)
+    for k in range(2):
+        assert r[k] == pytest.approx(float(arviz_stats.rhat(x[:, :, k])), rel=1e-6)
+        assert e[k] == pytest.approx(float(arviz_stats.ess(x[:, :, k], method="bulk")), rel=1e-6)
+    assert e[2] == 1200.0

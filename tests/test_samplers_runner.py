@@ -1,12 +1,10 @@
 """Chains on threads: reproducible by seed whatever the cores; Ctrl-C keeps draws."""
 
-import _thread
-import threading
-
 import numpy as np
 import pytest
 
 import samplers
+from samplers import runner
 from samplers.runner import resolve_cores
 from test_samplers_targets import EightSchools, NumbaTarget, std_normal
 
@@ -40,14 +38,22 @@ def test_resolve_cores():
     assert resolve_cores(0, 4) == 1
 
 
-def test_keyboard_interrupt_returns_draws_so_far():
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
-    try:
-        idata = samplers.nuts(NumbaTarget(std_normal, 2000), draws=100000, tune=100,
-                              chains=2, seed=0, progress=False, max_treedepth=6)
-    finally:
-        timer.cancel()
+def interrupt_after(monkeypatch, n_draws):
+    """Raise KeyboardInterrupt in the waiting loop once every chain has ``n_draws``
+    iterations: deterministic, whatever the time numba takes to compile."""
+    update = runner._update_bar
+
+    def update_then_interrupt(bar, done, stats, n_tune):
+        update(bar, done, stats, n_tune)
+        if done.min() >= n_draws:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(runner, "_update_bar", update_then_interrupt)
+
+
+def test_keyboard_interrupt_returns_draws_so_far(monkeypatch):
+    interrupt_after(monkeypatch, 150)
+    idata = samplers.nuts(NumbaTarget(std_normal, 300), draws=100000, tune=100,
+                          chains=2, seed=0, progress=False, max_treedepth=6)
     assert idata.posterior.attrs["interrupted"] == 1
     n = idata.posterior.sizes["draw"]
     assert 0 < n < 100000
@@ -57,3 +63,12 @@ def test_keyboard_interrupt_returns_draws_so_far():
 def test_progress_bar_runs(capsys):
     samplers.nuts(NumbaTarget(std_normal, 3), draws=50, tune=50, chains=2, progress=True)
     assert "draws" in capsys.readouterr().err
+
+
+def test_interrupt_during_warmup_keeps_the_warmup_draws(monkeypatch):
+    interrupt_after(monkeypatch, 5)
+    with pytest.warns(samplers.SamplerWarning, match="interrupted"):
+        idata = samplers.nuts(NumbaTarget(std_normal, 300), draws=10, tune=10**5,
+                              chains=2, seed=0, progress=False)
+    assert idata.posterior.sizes["draw"] == 0
+    assert idata.warmup_posterior.sizes["draw"] > 0
