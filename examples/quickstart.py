@@ -31,3 +31,14 @@ value, gradient = density.log_density_gradient(point)
 print(f"\neight schools: dim = {density.dim}, log density = {value:.6f}")
 print("gradient:", np.round(gradient, 6))
 print("per-school log-likelihood:", np.round(density.pointwise_log_likelihood(point)["y"], 4))
+
+# 4. Sampling: NUTS with Stan's warmup, 4 chains, results as an ArviZ DataTree.
+import arviz_stats  # noqa: E402
+
+idata = ld.nuts(density, draws=500, tune=500, chains=4, seed=0, progress=False)
+print("\nNUTS posterior summary:")
+print(arviz_stats.summary(idata, var_names=["mu", "tau"]))
+print("PSIS-LOO elpd:", round(float(arviz_stats.loo(idata).elpd), 2))
+fit = ld.find_map(density, seed=0)
+print("MAP (L-BFGS on the unconstrained space): mu =", np.round(fit.params["mu"], 3),
+      " tau =", np.round(fit.params["tau"], 3))

@@ -83,7 +83,7 @@ def laplace(model, draws=1000, seed=0, init=None, num_starts=1):
         When the Hessian at the mode is not negative definite.
     """
     log_density = resolve(model)
-    fit = find_map(log_density, seed=seed, init=init, num_starts=num_starts)
+    fit = find_map(log_density, seed=seed, init=init, num_starts=num_starts, jacobian=True)
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)
     with context as entry:

@@ -1,5 +1,6 @@
 """Posterior mode by L-BFGS-B on the unconstrained space (:func:`find_map`)."""
 
+import inspect
 from contextlib import nullcontext
 from typing import NamedTuple
 
@@ -22,8 +23,8 @@ class MapResult(NamedTuple):
     theta : ndarray
         The mode on the unconstrained space.
     log_density : float
-        Log density at the mode (``propto=True, jacobian=True``: the mode of
-        the unconstrained density, as Stan's ``optimize(jacobian=True)``).
+        Log density at the mode (``propto=True``; with the Jacobian term only
+        if ``find_map`` was called with ``jacobian=True``).
     success : bool
     message : str
     n_iter : int
@@ -48,24 +49,46 @@ def constrained(log_density, theta):
     return {"theta": np.array(theta)}
 
 
-def _negative(entry):
+def _negative(value_and_gradient):
     """Objective for scipy: ``-log p`` and its gradient; +inf outside the support."""
     def fun(theta):
-        value, grad = evaluate(entry, theta)
+        value, grad = value_and_gradient(theta)
         if not np.isfinite(value):
             return np.inf, np.zeros_like(theta)
         return -value, -grad
     return fun
 
 
-def _optimize(entry, dim, rng, init, max_iter, tol):
+def _without_jacobian(log_density):
+    """``theta -> (log p, grad)`` of the density without the transforms' Jacobian."""
+    def value_and_gradient(theta):
+        value, grad = log_density.log_density_gradient(np.ascontiguousarray(theta), jacobian=False)
+        return value, np.array(grad)
+    return value_and_gradient
+
+
+def _takes_jacobian(log_density):
+    """Whether ``log_density_gradient`` has a ``jacobian`` switch (densities without
+    constraining transforms, like most external ones, have no Jacobian to drop)."""
+    try:
+        return "jacobian" in inspect.signature(log_density.log_density_gradient).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _optimize(entry, objective, dim, rng, init, max_iter, tol):
     start, _, _ = find_initial_point(entry, dim, rng, init)
-    return minimize(_negative(entry), start, jac=True, method="L-BFGS-B",
+    return minimize(_negative(objective), start, jac=True, method="L-BFGS-B",
                     options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-12 * tol})
 
 
-def find_map(model, seed=0, init=None, num_starts=1, max_iter=1000, tol=1e-8):
-    """Find the posterior mode on the unconstrained space with L-BFGS-B.
+def find_map(model, seed=0, init=None, num_starts=1, max_iter=1000, tol=1e-8, jacobian=False):
+    """Find the posterior mode with L-BFGS-B, searching the unconstrained space.
+
+    With ``jacobian=False`` (the default, as Stan's ``optimize``) this is the
+    mode of the posterior of the constrained parameters, the usual MAP; with
+    ``jacobian=True`` it is the mode of the density of the unconstrained
+    parameters, the centre that :func:`laplace` uses.
 
     Parameters
     ----------
@@ -80,6 +103,10 @@ def find_map(model, seed=0, init=None, num_starts=1, max_iter=1000, tol=1e-8):
         Iteration limit per start.
     tol : float
         Gradient tolerance (``gtol``).
+    jacobian : bool
+        Include the log-Jacobian of the constraining transforms. It only
+        matters for log densities whose ``log_density_gradient`` takes a
+        ``jacobian`` argument (compiled models do).
 
     Returns
     -------
@@ -91,7 +118,11 @@ def find_map(model, seed=0, init=None, num_starts=1, max_iter=1000, tol=1e-8):
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)
     with context as entry:
-        runs = [_optimize(entry, dim, rng, init if k == 0 else None, max_iter, tol)
+        if jacobian or not _takes_jacobian(log_density):
+            objective = lambda theta: evaluate(entry, theta)  # noqa: E731
+        else:
+            objective = _without_jacobian(log_density)
+        runs = [_optimize(entry, objective, dim, rng, init if k == 0 else None, max_iter, tol)
                 for k in range(max(1, int(num_starts)))]
     best = min(runs, key=lambda r: r.fun)
     return MapResult(constrained(log_density, best.x), np.array(best.x), float(-best.fun),
