@@ -80,7 +80,7 @@ class Lowering:
 
     def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
-        self.chunks = chunks
+        self.serial_target, self.chunks = target, chunks
         self.lp = "lp"
         self.counter = 0
         self.depends = {}
@@ -238,39 +238,17 @@ class Lowering:
     # ----- terms --------------------------------------------------------
     def term(self, term, keep, mode):
         """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``."""
-        if self.chunks and _chunkable(term):
-            return self._chunked_term(term, keep)
-        return self._term(term, keep, mode)
-
-    def _chunked_term(self, term, keep):
-        """The term's plate split into a fixed number of chunks under ``prange``.
-
-        Each chunk adds into its own row of ``bufs`` and its own ``lps[c]``;
-        the caller sums them in chunk order, so results do not depend on the
-        number of threads.
-        """
-        target, self.target, self.lp = self.target, lambda col, row: f"bufs[c, {col}]", "lp_c"
-        lines = self._term(term, keep, "lp")
-        self.target, self.lp = target, "lp"
-        loop_at = next(k for k, line in enumerate(lines) if line.startswith("for "))
-        index, length = lines[loop_at][4:].split(" in range(")
-        length = length[:-2]
-        return ([lines[0], f"n_chunked = {length}", f"for c in numba.prange({self.chunks}):",
-                 f"    lo, hi = c * n_chunked // {self.chunks}, (c + 1) * n_chunked // {self.chunks}",
-                 "    lp_c = 0.0"]
-                + indent(lines[1:loop_at] + [f"for {index} in range(lo, hi):"] + lines[loop_at + 1:])
-                + ["    lps[c] += lp_c"])
-
-    def _term(self, term, keep, mode):
+        chunked = self.gradient and self.chunks and _chunkable(term)
+        if chunked:  # each chunk adds into its own row of ``bufs`` and its own ``lps[c]``
+            self.target, self.lp = (lambda col, row: f"bufs[c, {col}]"), "lp_c"
         outer = Block()
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
         self.row = loop.index
         result = self._term_value(term, keep, loop, outer, mode)
-        head = [f"# term {term.name!r}: {self._describe(term)}"] + outer.forward
-        loop_head = [f"for {loop.index} in range({loop.length}):"]
+        head = [f"# term {term.name!r}: {self._describe(term)}"]
         if not self.gradient:
-            return head + loop_head + indent(loop.forward)
+            return head + outer.forward + [f"for {loop.index} in range({loop.length}):"] + indent(loop.forward)
         self._seed(term, result, loop)
         inner = loop.forward + self._adjoint_inits(loop) + self._reverse(loop)
         if self.per_row:  # scalar and vector-transform adjoints flushed into each row
@@ -278,8 +256,27 @@ class Lowering:
             inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner
                      + self._reverse(outer)
                      + [p.transform.reverse_code(p.offset, p.name, f"out[{loop.index}]", "0.0") for p in events])
-            return head + loop_head + indent(inner)
-        return head + self._adjoint_inits(outer) + loop_head + indent(inner) + self._reverse(outer)
+            return head + outer.forward + [f"for {loop.index} in range({loop.length}):"] + indent(inner)
+        if not chunked:
+            return (head + outer.forward + self._adjoint_inits(outer)
+                    + [f"for {loop.index} in range({loop.length}):"] + indent(inner) + self._reverse(outer))
+        lines = self._chunks(head, outer, loop, inner)
+        self.target, self.lp = self.serial_target, "lp"
+        return lines
+
+    def _chunks(self, head, outer, loop, inner):
+        """A term's loop split into ``self.chunks`` fixed chunks under ``prange``.
+
+        The scalars before the loop are recomputed per chunk (they are cheap);
+        the caller sums ``lps`` and ``bufs`` in chunk order, so results do not
+        depend on the number of threads.
+        """
+        n = self.chunks
+        body = (["lo, hi = c * n_chunked // {0}, (c + 1) * n_chunked // {0}".format(n), "lp_c = 0.0"]
+                + outer.forward + self._adjoint_inits(outer)
+                + [f"for {loop.index} in range(lo, hi):"] + indent(inner)
+                + self._reverse(outer) + ["lps[c] += lp_c"])
+        return head + [f"n_chunked = {loop.length}", f"for c in numba.prange({n}):"] + indent(body)
 
     def _describe(self, term):
         if term.dist is None:
