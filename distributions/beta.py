@@ -20,9 +20,9 @@ from numba.extending import register_jitable
 
 from distributions.constraints import interval, positive
 from distributions.frozen import Distribution
-from distributions.gamma import LARGE_SHAPE, log_minus_linear
+from distributions.gamma import LARGE_SHAPE
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_SQRT_2PI, digamma_diff, lbeta, lgamma_stirling_diff
+from distributions.special import LOG_SQRT_2PI, digamma_diff, lbeta, lgamma_stirling_diff, logmxp1
 
 
 @register_jitable
@@ -46,13 +46,13 @@ def _large_shapes_log_density(x, a, b):
     and since a (x/p - 1) + b ((1 - x)/q - 1) = n x - a + n (1 - x) - b = 0,
         log p(x) = a g(x/p) + b g((1 - x)/q) - log x - log(1 - x)
                    + log(a q)/2 - log(2 pi)/2 - D(a) - D(b) + D(n),
-    g(y) = log(y) - (y - 1) <= 0: no term cancels.
+    g(y) = log(y) - (y - 1) = logmxp1(y) <= 0: no term cancels.
     """
     n = a + b
     q = b / n
     log_x = math.log(x)
     log1m_x = math.log1p(-x)
-    return (a * log_minus_linear(x * n / a) + b * log_minus_linear((1.0 - x) / q)
+    return (a * logmxp1(x * n / a) + b * logmxp1((1.0 - x) / q)
             - log_x - log1m_x + 0.5 * math.log(a * q) - LOG_SQRT_2PI
             - (lgamma_stirling_diff(a) + lgamma_stirling_diff(b) - lgamma_stirling_diff(n)))
 

@@ -19,25 +19,25 @@ scipy: ``scipy.stats.betabinom(n, alpha, beta)``; Stan: ``beta_binomial_lpmf(x |
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import integer_interval, nonnegative_integer, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import digamma_diff, lchoose, log_rising_factorial
+from distributions.special import SMALLEST_NORMAL, digamma_diff, lchoose, log_rising_factorial
 
 _MAX_COUNT = 2.5e305  # above, lrf(a, n) ~ n log(a + n) overflows and the sum is inf - inf
-# Below the smallest normal float digamma_diff(alpha, x) ~ 1 / alpha overflows and the
-# partials would be inf - inf: such shapes are treated as invalid.
-_SHAPE_MIN = sys.float_info.min
 
 
 @register_jitable
 def _outside(x, n, alpha, beta):
-    """Invalid parameters (n above _MAX_COUNT included) or x off {0, ..., n}."""
-    if not (_SHAPE_MIN <= alpha < math.inf and _SHAPE_MIN <= beta < math.inf):
+    """Invalid parameters (n above _MAX_COUNT included) or x off {0, ..., n}.
+
+    Below the smallest normal float digamma_diff(alpha, x) ~ 1 / alpha
+    overflows and the partials would be inf - inf: such shapes are invalid.
+    """
+    if not (SMALLEST_NORMAL <= alpha < math.inf and SMALLEST_NORMAL <= beta < math.inf):
         return True
     if not (0.0 <= x <= n <= _MAX_COUNT):
         return True

@@ -7,41 +7,19 @@ scipy: ``scipy.stats.cauchy(loc, scale)``; Stan: ``cauchy_lpdf(x | loc, scale)``
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_PI
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
-
-
-@register_jitable
-def log1p_square(t):
-    """``(log(1 + t^2), t / (1 + t^2), t^2 / (1 + t^2))`` without overflow.
-
-    For |t| > 1, 1 + t^2 = t^2 (1 + v^2) with v = 1/t, so
-    log(1 + t^2) = 2 log|t| + log1p(v^2), t / (1 + t^2) = v / (1 + v^2) and
-    t^2 / (1 + t^2) = 1 / (1 + v^2): nothing overflows even for |t| near
-    the largest float, where t^2 is inf. Shared by Cauchy and Student t.
-    """
-    if abs(t) <= 1.0:
-        s = t * t
-        return math.log1p(s), t / (1.0 + s), s / (1.0 + s)
-    v = 1.0 / t
-    w = v * v
-    return 2.0 * math.log(abs(t)) + math.log1p(w), v / (1.0 + w), 1.0 / (1.0 + w)
+from distributions.special import LOG_PI, SMALLEST_NORMAL, log1p_square
 
 
 @register_jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
-    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf
     log1p_z2 = log1p_square((x - loc) / scale)[0]
     return -log1p_z2 - math.log(scale) - LOG_PI
@@ -50,7 +28,7 @@ def logpdf(x, loc, scale):
 @register_jitable
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
-    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf, 0.0, 0.0, 0.0
     inv_scale = 1.0 / scale
     log1p_z2, z_over, z2_over = log1p_square((x - loc) / scale)

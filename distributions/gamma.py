@@ -12,7 +12,7 @@ Stan: ``gamma_lpdf(x | concentration, rate)``.
 For a large shape the four summands are each about a log(a) and cancel to
 O(log a) (at a = 1e4 they lose 5 digits). The full density is then computed
 from Stirling's series instead (``large_shape_log_density``, also used by
-InverseGamma and ChiSquared; Beta shares ``log_minus_linear``); a proper
+InverseGamma and ChiSquared; Beta shares ``special.logmxp1``); a proper
 subset of the summands, which the engine asks for when some arguments are
 data, is summed as tagged (there the dropped constants absorb the
 cancellation, and an absolute error of eps * a log(a) does not matter).
@@ -25,43 +25,12 @@ from numba.extending import register_jitable
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_SQRT_2PI, digamma, lgamma_stirling_diff
+from distributions.special import (
+    LOG_SQRT_2PI, digamma, lgamma_or_inf, lgamma_stirling_diff, logmxp1)
 
 # From this shape on, lgamma_stirling_diff is a converged series and the
 # summands cancel by more than a digit.
 LARGE_SHAPE = 10.0
-# The largest argument for which math.lgamma does not overflow.
-_LGAMMA_MAX = 2.5599833278516383e305
-
-
-@register_jitable
-def lgamma_or_inf(a):
-    """math.lgamma(a) for a >= 0, and inf where plain Python would raise:
-    at the pole a = 0 and past the overflow at a = 2.56e305."""
-    if 0.0 < a <= _LGAMMA_MAX:
-        return math.lgamma(a)
-    return math.inf
-
-
-@register_jitable
-def log_minus_linear(y):
-    """log(y) - (y - 1) for y > 0: at most 0, 0 at y = 1, accurate near 1.
-
-    For |t| <= 1/2, t = y - 1 (exact by Sterbenz), log1p(t) = 2 atanh(w),
-    w = t / (2 + t), and 2 w - t = -t^2 / (2 + t), so
-    log1p(t) - t = -t^2 / (2 + t) + 2 (w^3/3 + w^5/5 + ...), |w| <= 1/3,
-    where 18 terms reach 1e-17 relative. Elsewhere the difference is
-    at least 0.1 and nothing cancels.
-    """
-    t = y - 1.0
-    if abs(t) > 0.5:
-        return math.log(y) - t
-    w = t / (2.0 + t)
-    w2 = w * w
-    s = 0.0
-    for k in range(18, 0, -1):
-        s = w2 * (1.0 / (2 * k + 1) + s)
-    return 2.0 * w * s - t * t / (2.0 + t)
 
 
 @register_jitable
@@ -72,10 +41,10 @@ def large_shape_log_density(a, y):
     (D = lgamma_stirling_diff), the gamma log density is
         a log(b x) - log(x) - b x - (a - 1/2) log(a) + a - log(2 pi)/2 - D(a)
       = a [log(y) - y + 1] + log(a)/2 - log(2 pi)/2 - D(a) - log(x),
-    and log(y) - y + 1 <= 0 is computed without cancellation, so the value is
-    accurate to a few ulps of its own size. Needs 0 < y < inf.
+    and log(y) - y + 1 = logmxp1(y) <= 0 is computed without cancellation, so
+    the value is accurate to a few ulps of its own size. Needs 0 < y < inf.
     """
-    return (a * log_minus_linear(y) + 0.5 * math.log(a) - LOG_SQRT_2PI
+    return (a * logmxp1(y) + 0.5 * math.log(a) - LOG_SQRT_2PI
             - lgamma_stirling_diff(a))
 
 

@@ -7,17 +7,13 @@ scipy: ``scipy.stats.gumbel_r(loc, scale)``; Stan: ``gumbel_lpdf(x | loc, scale)
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
+from distributions.special import SMALLEST_NORMAL
 
 # Below z = Z_MIN the log density, -z - exp(-z), is under -1e304 and is taken
 # as -inf: exp(-z) would soon overflow (plain Python's math.exp raises past
@@ -27,7 +23,7 @@ Z_MIN = -700.0
 
 @register_jitable
 def _valid(x, loc, scale):
-    return SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
+    return SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
 
 
 @register_jitable

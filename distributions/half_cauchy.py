@@ -8,25 +8,19 @@ on a ``<lower=0>`` variable, plus log 2.
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
-from distributions.cauchy import log1p_square
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2, LOG_PI
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
+from distributions.special import LOG_2, LOG_PI, SMALLEST_NORMAL, log1p_square
 
 
 @register_jitable
 def logpdf(x, scale):
     """Normalized log density; ``-inf`` for x < 0 or scale <= 0."""
-    if not (SCALE_MIN <= scale < math.inf and 0.0 <= x < math.inf):
+    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
         return -math.inf
     log1p_z2 = log1p_square(x / scale)[0]
     return -log1p_z2 - math.log(scale) + (LOG_2 - LOG_PI)
@@ -38,7 +32,7 @@ def logpdf_grad(x, scale, keep):
 
     At x = 0 ``d_x`` is the one-sided derivative, 0.
     """
-    if not (SCALE_MIN <= scale < math.inf and 0.0 <= x < math.inf):
+    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
         return -math.inf, 0.0, 0.0
     inv_scale = 1.0 / scale
     log1p_z2, z_over, z2_over = log1p_square(x / scale)

@@ -8,24 +8,19 @@ on a ``<lower=0>`` variable, plus log 2.
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2, LOG_SQRT_2PI
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
+from distributions.special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL
 
 
 @register_jitable
 def logpdf(x, scale):
     """Normalized log density; ``-inf`` for x < 0 or scale <= 0."""
-    if not (SCALE_MIN <= scale < math.inf and 0.0 <= x < math.inf):
+    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
         return -math.inf
     z = x / scale
     return -0.5 * z * z - math.log(scale) + (LOG_2 - LOG_SQRT_2PI)
@@ -37,7 +32,7 @@ def logpdf_grad(x, scale, keep):
 
     At x = 0 ``d_x`` is the one-sided derivative, 0.
     """
-    if not (SCALE_MIN <= scale < math.inf and 0.0 <= x < math.inf):
+    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
         return -math.inf, 0.0, 0.0
     inv_scale = 1.0 / scale
     z = x / scale

@@ -19,9 +19,9 @@ from numba.extending import register_jitable
 
 from distributions.constraints import positive
 from distributions.frozen import Distribution
-from distributions.gamma import LARGE_SHAPE, large_shape_log_density, lgamma_or_inf
+from distributions.gamma import LARGE_SHAPE, large_shape_log_density
 from distributions.spec import Param, Spec, Summand
-from distributions.special import digamma
+from distributions.special import digamma, lgamma_or_inf
 
 
 @register_jitable

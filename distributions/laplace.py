@@ -7,24 +7,19 @@ scipy: ``scipy.stats.laplace(loc, scale)``; Stan: ``double_exponential_lpdf(x | 
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
+from distributions.special import LOG_2, SMALLEST_NORMAL
 
 
 @register_jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
-    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf
     return -abs(x - loc) / scale - math.log(scale) - LOG_2
 
@@ -36,7 +31,7 @@ def logpdf_grad(x, loc, scale, keep):
     At x = loc, where |x - loc| has a kink, the partials in x and loc are 0
     (the mean of the one-sided derivatives, as sign(0) = 0 in Stan).
     """
-    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf, 0.0, 0.0, 0.0
     inv_scale = 1.0 / scale
     diff = x - loc

@@ -9,24 +9,19 @@ scipy: ``scipy.stats.lognorm(s=scale, scale=exp(loc))``; Stan:
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_SQRT_2PI
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
+from distributions.special import LOG_SQRT_2PI, SMALLEST_NORMAL
 
 
 @register_jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` for x <= 0 or scale <= 0."""
-    if not (SCALE_MIN <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
         return -math.inf
     log_x = math.log(x)
     z = (log_x - loc) / scale
@@ -36,7 +31,7 @@ def logpdf(x, loc, scale):
 @register_jitable
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
-    if not (SCALE_MIN <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
         return -math.inf, 0.0, 0.0, 0.0
     inv_scale = 1.0 / scale
     log_x = math.log(x)

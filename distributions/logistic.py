@@ -7,17 +7,13 @@ scipy: ``scipy.stats.logistic(loc, scale)``; Stan: ``logistic_lpdf(x | loc, scal
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
+from distributions.special import SMALLEST_NORMAL
 
 
 @register_jitable
@@ -35,7 +31,7 @@ def _log_kernel(z):
 @register_jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
-    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf
     return _log_kernel((x - loc) / scale) - math.log(scale)
 
@@ -43,7 +39,7 @@ def logpdf(x, loc, scale):
 @register_jitable
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
-    if not (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
+    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf, 0.0, 0.0, 0.0
     inv_scale = 1.0 / scale
     z = (x - loc) / scale

@@ -13,59 +13,26 @@ Stan: ``neg_binomial_2_lpmf(x | mu, phi)``.
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import nonnegative_integer, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import digamma_diff, log_rising_factorial
+from distributions.special import (
+    SMALLEST_NORMAL, digamma_diff, log1p_ratio, log1pmx, log_rising_factorial)
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
-# Below the smallest normal float 1 / phi overflows and digamma_diff(phi, x) is inf,
-# so the phi partial would be inf - inf: such phi are treated as invalid.
-_PHI_MIN = sys.float_info.min
-
-
-@register_jitable
-def _log1p_ratio(a, b):
-    """log(1 + a / b) for a, b > 0, finite even where a / b overflows."""
-    r = a / b
-    if r < math.inf:
-        return math.log1p(r)
-    return math.log(a) - math.log(b)  # a / b > 1e308: the 1 is below rounding
-
-
-@register_jitable
-def _log1pmx(x):
-    """log(1 + x) - x for x > -1, without cancellation near 0.
-
-    With s = x / (2 + x), log1p(x) = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...)
-    and 2 s - x = -x s, so log1p(x) - x = -x s + 2 (s^3/3 + s^5/5 + ...):
-    every term is O(x^2) and, for x < 0, of one sign.
-    """
-    if not (-0.5 <= x <= 0.5):
-        return math.log1p(x) - x  # |result| > 0.09 |x|: no harmful cancellation
-    s = x / (2.0 + x)
-    s2 = s * s
-    total = -x * s
-    power = 2.0 * s * s2
-    k = 3.0
-    while k < 80.0:  # |s| <= 1/3: s^2k falls below eps by k ~ 17
-        term = power / k
-        total += term
-        if abs(term) <= 1e-17 * abs(total):
-            break
-        power *= s2
-        k += 2.0
-    return total
 
 
 @register_jitable
 def _outside(x, mu, phi):
-    """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT)."""
-    if not (0.0 < mu < math.inf and _PHI_MIN <= phi < math.inf):
+    """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT).
+
+    Below the smallest normal float 1 / phi overflows and digamma_diff(phi, x)
+    is inf, so the phi partial would be inf - inf: such phi are invalid.
+    """
+    if not (0.0 < mu < math.inf and SMALLEST_NORMAL <= phi < math.inf):
         return True
     return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
 
@@ -77,7 +44,7 @@ def logpdf(x, mu, phi):
         return -math.inf
     # x log(mu / (mu + phi)) = -x log1p(phi / mu); phi log(phi / (mu + phi)) = -phi log1p(mu / phi)
     return (log_rising_factorial(phi, x) - math.lgamma(x + 1.0)
-            - x * _log1p_ratio(phi, mu) - phi * _log1p_ratio(mu, phi))
+            - x * log1p_ratio(phi, mu) - phi * log1p_ratio(mu, phi))
 
 
 @register_jitable
@@ -107,7 +74,7 @@ def logpdf_grad(x, mu, phi, keep):
     if keep[2]:
         # d/dmu -x log1p(phi/mu) = x phi / (mu (mu + phi)) = (x / mu) w;
         # d/dphi = -x / (mu + phi) (0 if mu + phi overflows, as it should).
-        lp -= x * _log1p_ratio(phi, mu)
+        lp -= x * log1p_ratio(phi, mu)
         d_mu += x / mu * w
         d_phi -= x / (mu + phi)
     if keep[3]:
@@ -127,13 +94,13 @@ def _dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi):
     gives it to full relative accuracy. For u > 1/2 there is no cancellation
     and the value's log1p is reused.
     """
-    log1p_ratio = _log1p_ratio(mu, phi)
-    lp -= phi * log1p_ratio
+    log1p_mu_over_phi = log1p_ratio(mu, phi)
+    lp -= phi * log1p_mu_over_phi
     d_mu -= w
     if u <= 0.5:
-        d_phi += _log1pmx(-u)
+        d_phi += log1pmx(-u)
     else:
-        d_phi += u - log1p_ratio
+        d_phi += u - log1p_mu_over_phi
     return lp, d_mu, d_phi
 
 

@@ -18,24 +18,26 @@ Stan: ``neg_binomial_2_log_lpmf(x | log_mu, phi)``.
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import nonnegative_integer, positive, real
 from distributions.frozen import Distribution
-from distributions.negative_binomial import _log1pmx
 from distributions.spec import Param, Spec, Summand
-from distributions.special import digamma_diff, log1pexp, log_rising_factorial, logistic
+from distributions.special import (
+    SMALLEST_NORMAL, digamma_diff, log1pexp, log1pmx, log_rising_factorial, logistic)
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
-_PHI_MIN = sys.float_info.min  # below it the phi partial is inf - inf (see negative_binomial)
 
 
 @register_jitable
 def _outside(x, log_mu, phi):
-    """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT)."""
-    if not (math.isfinite(log_mu) and _PHI_MIN <= phi < math.inf):
+    """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT).
+
+    phi below the smallest normal float is invalid: the phi partial would be
+    inf - inf there (see negative_binomial).
+    """
+    if not (math.isfinite(log_mu) and SMALLEST_NORMAL <= phi < math.inf):
         return True
     return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
 
@@ -78,7 +80,7 @@ def logpdf_grad(x, log_mu, phi, keep):
         softplus = log1pexp(d)
         lp -= phi * softplus
         d_log_mu -= phi * u
-        d_phi += _log1pmx(-u) if u <= 0.5 else u - softplus
+        d_phi += log1pmx(-u) if u <= 0.5 else u - softplus
     if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
         return -math.inf, 0.0, 0.0, 0.0
     return lp, 0.0, d_log_mu, d_phi

@@ -19,6 +19,7 @@ from numba.extending import register_jitable
 from distributions.constraints import greater_than, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
+from distributions.special import log_ratio
 
 
 @register_jitable
@@ -27,21 +28,11 @@ def _valid(x, alpha, scale):
 
 
 @register_jitable
-def _log_ratio(a, b):
-    """log(a / b) for a, b > 0: one rounding when the ratio is a normal number,
-    the difference of logarithms when it would underflow or overflow."""
-    ratio = a / b
-    if 1e-300 < ratio < 1e300:
-        return math.log(ratio)
-    return math.log(a) - math.log(b)
-
-
-@register_jitable
 def logpdf(x, alpha, scale):
     """Normalized log density; ``-inf`` for x < scale or a parameter <= 0."""
     if not _valid(x, alpha, scale):
         return -math.inf
-    return math.log(alpha) + alpha * _log_ratio(scale, x) - math.log(x)
+    return math.log(alpha) + alpha * log_ratio(scale, x) - math.log(x)
 
 
 @register_jitable
@@ -60,10 +51,10 @@ def logpdf_grad(x, alpha, scale, keep):
         lp = math.log(alpha)
         d_alpha = 1.0 / alpha
     if keep[1]:
-        log_ratio = _log_ratio(scale, x)
-        lp += alpha * log_ratio
+        log_scale_over_x = log_ratio(scale, x)
+        lp += alpha * log_scale_over_x
         d_x = -alpha / x
-        d_alpha += log_ratio
+        d_alpha += log_scale_over_x
         d_scale = alpha / scale
     if keep[2]:
         lp -= math.log(x)

@@ -10,22 +10,21 @@ scipy: ``scipy.stats.poisson(exp(log_rate))``; Stan: ``poisson_log_lpmf(x | log_
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import nonnegative_integer, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
+from distributions.special import LOG_FLOAT_MAX
 
-_LOG_MAX = math.log(sys.float_info.max)  # exp(_LOG_MAX) is still finite
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 
 
 @register_jitable
 def _outside(x, log_rate):
     """Invalid or overflowing log rate, or x off the nonnegative integers (or above _MAX_COUNT)."""
-    if not (-math.inf < log_rate <= _LOG_MAX):
+    if not (-math.inf < log_rate <= LOG_FLOAT_MAX):
         return True
     return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
 

@@ -10,23 +10,18 @@ scipy: ``scipy.stats.skewnorm(alpha, loc, scale)``; Stan:
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2, LOG_SQRT_2PI, dlog_ndtr, log_ndtr
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
+from distributions.special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL, dlog_ndtr, log_ndtr
 
 
 @register_jitable
 def _valid(x, loc, scale, alpha):
-    return (SCALE_MIN <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
+    return (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
             and math.isfinite(alpha))
 
 

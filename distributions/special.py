@@ -31,6 +31,15 @@ LOG_SQRT_2PI = 0.9189385332046728
 LOG_SQRT_PI = 0.5723649429247001
 SQRT_2 = 1.4142135623730951
 INV_SQRT_2PI = 0.3989422804014327
+# The smallest positive normal float, 2**-1022 (``sys.float_info.min``).
+# Distributions reject scales (and shapes, dispersions) below it: there
+# 1 / scale overflows and partials such as z**2 / scale - 1 / scale would be
+# inf - inf.
+SMALLEST_NORMAL = 2.2250738585072014e-308
+# log of the largest float, log(sys.float_info.max): exp overflows above it.
+LOG_FLOAT_MAX = 709.782712893384
+# The largest argument for which lgamma does not overflow.
+LGAMMA_MAX = 2.5599833278516383e305
 
 # sqrt(1/2) and 1/sqrt(pi); sqrt(1/2) as an unevaluated sum hi + lo, so that
 # ndtr can recover the rounding error of x * sqrt(1/2).
@@ -102,6 +111,12 @@ _I1_I0_CHEB = (
     -4.086763223209698e-18, -2.8227902600680846e-19, 8.112883288461737e-19,
 )
 
+# The asymptotic series of I0 and I1 (DLMF 10.40.1) take over from the
+# Chebyshev forms for log I0(x) - x and 1 - I1(x)/I0(x) at x >= 40, where
+# those lose a few ulps of x and of 1; the 14th term is below 1e-17 there.
+_BESSEL_ASYMPTOTIC_FROM = 40.0
+_BESSEL_ASYMPTOTIC_TERMS = 14
+
 # 8-point Gauss-Legendre rule on [-1, 1]: the positive nodes and weights.
 _GAUSS_NODES = (
     0.1834346424956498, 0.525532409916329, 0.7966664774136267,
@@ -167,33 +182,6 @@ def _exp_neg_half_sq(x):
         return 0.0
     s = ax * ax
     return math.exp(-0.5 * s) * (1.0 - 0.5 * _product_error(ax, ax))
-
-
-@register_jitable
-def _log1pmx(y):
-    """log(1 + y) - y for y > -1, without cancellation near y = 0.
-
-    With w = y / (2 + y), log1p(y) = 2 atanh(w) = 2 (w + w^3/3 + w^5/5 + ...)
-    and 2 w - y = -y^2 / (2 + y), so log1p(y) - y = -y^2/(2 + y) + 2 w^3/3
-    + ...; for |y| <= 1/2, |w| <= 1/3 and 18 terms reach 1e-17 relative.
-    """
-    if abs(y) > 0.5:
-        return math.log1p(y) - y
-    w = y / (2.0 + y)
-    w2 = w * w
-    s = 0.0
-    for k in range(18, 0, -1):
-        s = w2 * (1.0 / (2 * k + 1) + s)
-    return 2.0 * w * s - y * y / (2.0 + y)
-
-
-@register_jitable
-def _log1p_ratio(n, a):
-    """log(1 + n / a) for n >= 0, a > 0, also when n / a overflows."""
-    r = n / a
-    if r < 1e300:
-        return math.log1p(r)
-    return math.log(n) - math.log(a)  # a / n < 1e-300 is lost anyway
 
 
 @register_jitable
@@ -350,7 +338,126 @@ def logit(p):
     return math.nan
 
 
+@register_jitable
+def log1pmx(x):
+    """log(1 + x) - x for x >= -1, without cancellation near x = 0.
+
+    With w = x / (2 + x), log1p(x) = 2 atanh(w) = 2 (w + w^3/3 + w^5/5 + ...)
+    and 2 w - x = -x^2 / (2 + x), so log1p(x) - x = -x^2/(2 + x) + 2 w^3/3
+    + ...; for |x| <= 1/2, |w| <= 1/3 and 18 terms reach 1e-17 relative.
+    Elsewhere |log1p(x) - x| > 0.09 |x| and the plain difference loses
+    nothing. At most 0, ~ -x^2/2 near 0; -inf at x = -1 and x = inf, NaN
+    for x < -1. Relative error ~1e-16.
+    """
+    if abs(x) <= 0.5:
+        w = x / (2.0 + x)
+        w2 = w * w
+        s = 0.0
+        for k in range(18, 0, -1):
+            s = w2 * (1.0 / (2 * k + 1) + s)
+        return 2.0 * w * s - x * x / (2.0 + x)
+    if -1.0 < x < math.inf:
+        return math.log1p(x) - x
+    if x == -1.0 or x == math.inf:
+        return -math.inf
+    return math.nan
+
+
+@register_jitable
+def logmxp1(y):
+    """log(y) - y + 1 = log1pmx(y - 1) for y >= 0, accurate near y = 1.
+
+    At most 0, 0 at y = 1. For |y - 1| <= 1/2, y - 1 is exact (Sterbenz)
+    and :func:`log1pmx` has no cancellation; elsewhere the difference is at
+    least 0.19 and log(y) - (y - 1) is used, which, unlike log1p(y - 1),
+    stays accurate for tiny y (y - 1 rounds to -1 below y = 1e-17). -inf at
+    y = 0 and y = inf, NaN for y < 0. Relative error ~1e-16.
+    """
+    t = y - 1.0
+    if abs(t) <= 0.5:
+        return log1pmx(t)
+    if 0.0 < y < math.inf:
+        return math.log(y) - t
+    if y == 0.0 or y == math.inf:
+        return -math.inf
+    return math.nan
+
+
+@register_jitable
+def log1p_ratio(a, b):
+    """log(1 + a / b) for a >= 0, b > 0, also where a / b overflows.
+
+    log1p(a / b) while a / b < 1e300; beyond, log(a) - log(b), since the
+    dropped b / a < 1e-300 is far below the rounding of the result (> 690).
+    0 at a = 0 or b = inf, inf at a = inf, NaN for a < 0, b <= 0 or
+    a = b = inf. Relative error ~2e-16.
+    """
+    if not (a >= 0.0 and b > 0.0):
+        return math.nan
+    r = a / b
+    if r < 1e300:
+        return math.log1p(r)
+    return math.log(a) - math.log(b)
+
+
+@register_jitable
+def log_ratio(a, b):
+    """log(a / b) for a, b > 0, also where a / b underflows or overflows.
+
+    One rounding (of the quotient) when a / b is a normal number, which
+    keeps log(a / b) accurate when a and b are large and close (the
+    difference of logs would cancel); the difference of logs when the
+    quotient would underflow or overflow. -inf at a = 0 or b = inf, inf at
+    b = 0 or a = inf, NaN for negative arguments or a = b in {0, inf}.
+    Relative error ~2e-16, or absolute ~1e-16 where the result is near 0.
+    """
+    if a > 0.0 and b > 0.0:
+        ratio = a / b
+        if 1e-300 < ratio < 1e300:
+            return math.log(ratio)
+        return math.log(a) - math.log(b)
+    if a == 0.0 and b > 0.0:
+        return -math.inf
+    if b == 0.0 and a > 0.0:
+        return math.inf
+    return math.nan
+
+
+@register_jitable
+def log1p_square(t):
+    """``(log(1 + t^2), t / (1 + t^2), t^2 / (1 + t^2))`` for all real t, without overflow.
+
+    The three pieces of the Cauchy and Student t kernels (the value, and
+    the factors of its partials). For |t| > 1, 1 + t^2 = t^2 (1 + v^2) with
+    v = 1/t, so log(1 + t^2) = 2 log|t| + log1p(v^2),
+    t / (1 + t^2) = v / (1 + v^2) and t^2 / (1 + t^2) = 1 / (1 + v^2):
+    nothing overflows even for |t| near the largest float, where t^2 is
+    inf; at t = +-inf the limits (inf, +-0, 1). Relative error ~3e-16.
+    """
+    if abs(t) <= 1.0:
+        s = t * t
+        return math.log1p(s), t / (1.0 + s), s / (1.0 + s)
+    v = 1.0 / t
+    w = v * v
+    return 2.0 * math.log(abs(t)) + math.log1p(w), v / (1.0 + w), 1.0 / (1.0 + w)
+
+
 # --------------------------------------------------- gamma function family
+
+
+@register_jitable
+def lgamma_or_inf(a):
+    """lgamma(a) for a >= 0, without raising at the pole or on overflow.
+
+    ``math.lgamma`` for 0 < a <= LGAMMA_MAX (its accuracy: ~1e-15 absolute
+    compiled, CPython's own code in plain Python); inf at a = 0 and above
+    LGAMMA_MAX = 2.56e305, where plain Python raises. NaN for a < 0 or NaN.
+    """
+    if 0.0 < a <= LGAMMA_MAX:
+        return math.lgamma(a)
+    if a >= 0.0:
+        return math.inf
+    return math.nan
 
 
 @register_jitable
@@ -482,7 +589,7 @@ def _log_rising_stirling(a, n):
     lp = math.log1p(y)
     delta = _stirling_diff_delta(a, y)
     if y <= 1.0:
-        return a * _log1pmx(y) - 0.5 * lp + n * (math.log(a) + lp) + delta
+        return a * log1pmx(y) - 0.5 * lp + n * (math.log(a) + lp) + delta
     return (a - 0.5) * lp + n * (math.log(a) + lp - 1.0) + delta
 
 
@@ -507,7 +614,7 @@ def log_rising_factorial(a, n):
     shift = 0.0
     b = 1.0 * a
     while b < 10.0:
-        shift += _log1p_ratio(n, b)
+        shift += log1p_ratio(n, b)
         b += 1.0
     return _log_rising_stirling(b, n) - shift
 
@@ -556,6 +663,27 @@ def digamma_diff(a, n):
         s += (n / (b + n)) / b  # this order cannot underflow to 0 / 0
         b += 1.0
     return s + _digamma_diff_asymptotic(b, n)
+
+
+@register_jitable
+def half_step_digamma_excess(a):
+    """digamma(a + 1/2) - digamma(a) - 1 / (2a) for a > 0, accurate also for huge a.
+
+    The duplication formula and digamma's asymptotic series give
+    psi(a + 1/2) - psi(a) = 1/(2a) + sum_k B_2k (1 - 4^-k) / (k a^2k)
+                          = 1/(2a) + 1/(8a^2) - 1/(64a^4) + 1/(128a^6) - 17/(2048a^8) + ...
+    which for a >= 100 is exact to 1e-17 relative; below, the difference of
+    :func:`digamma_diff` and 1/(2a) loses at most 4a ulps (relative error
+    below 1e-13). The Student t partial in df is half of it at a = df / 2.
+    Domain a >= 2**-1023 (1.1e-308), where 1/a is finite (below, inf or
+    NaN); 0 at a = inf, NaN for a <= 0.
+    """
+    if not (a > 0.0):
+        return math.nan
+    if a < 100.0:
+        return digamma_diff(a, 0.5) - 0.5 / a
+    r = 1.0 / (a * a)
+    return r * (0.125 - r * (0.015625 - r * (0.0078125 - r * 0.00830078125)))
 
 
 @register_jitable
@@ -792,3 +920,63 @@ def i1_over_i0(x):
         return 0.5 * x * s1 / (1.0 + s0)
     u = 8.0 / ax
     return math.copysign(1.0 - u * _chebyshev(_I1_I0_CHEB, 2.0 * u - 1.0), x)
+
+
+@register_jitable
+def _i0_i1_asymptotic(x):
+    """``(S0 - 1, S0 - S1)`` for x >= 40, where (DLMF 10.40.1)
+
+        I0(x) e^-x sqrt(2 pi x) ~ S0 = sum_j a_j,  a_j = prod_{i<=j} (2i - 1)^2 / (j! (8x)^j)
+        I1(x) e^-x sqrt(2 pi x) ~ S1 = sum_j (-1)^j prod_{i<=j} (4 - (2i - 1)^2) / (j! (8x)^j).
+
+    Every term of S1 after the first is negative (one factor 3, the others
+    negative, times (-1)^j), so S0 - S1 is a sum of positive terms and
+    1 - I1/I0 = (S0 - S1) / S0 keeps its relative accuracy (~1/(2x)).
+    """
+    a0 = 1.0
+    a1 = 1.0
+    s0 = 0.0
+    diff = 0.0
+    inv_8x = 0.125 / x
+    for j in range(1, _BESSEL_ASYMPTOTIC_TERMS + 1):
+        odd = 2.0 * j - 1.0
+        a0 *= odd * odd * inv_8x / j
+        a1 *= abs(odd * odd - 4.0) * inv_8x / j
+        s0 += a0
+        diff += a0 + a1
+    return s0, diff
+
+
+@register_jitable
+def log_i0e(x):
+    """log I0(x) - |x| = log(i0e(x)), the log of the scaled Bessel function I0.
+
+    Even in x, defined for all real x: 0 at 0, -inf at +-inf, ~ -log(2 pi |x|)/2
+    for large |x|. :func:`log_i0` minus |x| would cancel for large |x| (at
+    |x| = 1e8 both are 1e8 and the result -9.7); from |x| = 40 on it comes
+    from the asymptotic series, log S0 - log(2 pi |x|) / 2, with no
+    cancellation. Relative error ~2e-15 (below |x| = 40 the absolute error
+    of log_i0 - |x| is a few ulps of |x|, small next to the result).
+    """
+    ax = abs(x)
+    if ax < _BESSEL_ASYMPTOTIC_FROM:
+        return log_i0(ax) - ax
+    s0_minus_1, _ = _i0_i1_asymptotic(ax)
+    return math.log1p(s0_minus_1) - 0.5 * math.log(ax) - LOG_SQRT_2PI
+
+
+@register_jitable
+def one_minus_i1_over_i0(x):
+    """1 - I1(x) / I0(x), accurate also where the ratio is close to 1.
+
+    Defined for all real x, in (0, 2): 1 at 0, ~ 1/(2x) as x -> inf (0 at
+    inf), 2 at -inf. It is minus the derivative of :func:`log_i0e` for
+    x > 0 (the von Mises partial in the concentration). Below x = 40,
+    1 - :func:`i1_over_i0` (which is accurate near 1 in absolute terms);
+    from 40 on, (S0 - S1) / S0 from the asymptotic series, a ratio of sums
+    of positive terms. Relative error ~2e-15.
+    """
+    if x < _BESSEL_ASYMPTOTIC_FROM:
+        return 1.0 - i1_over_i0(x)
+    s0_minus_1, diff = _i0_i1_asymptotic(x)
+    return diff / (1.0 + s0_minus_1)

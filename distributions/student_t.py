@@ -11,42 +11,22 @@ scipy: ``scipy.stats.t(df, loc, scale)``; Stan: ``student_t_lpdf(x | df, loc, sc
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
-from distributions.cauchy import log1p_square
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_SQRT_PI, digamma_diff, log_rising_factorial
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# q / scale - 1 / scale would be inf - inf, so such scales are rejected; so
-# are such df, where df / 2 may round to 0 and lgamma(df / 2) would be inf.
-SCALE_MIN = sys.float_info.min
+from distributions.special import (
+    LOG_SQRT_PI, SMALLEST_NORMAL, half_step_digamma_excess, log1p_square, log_rising_factorial)
 
 
 @register_jitable
 def _valid(x, df, loc, scale):
-    return (SCALE_MIN <= df < math.inf and SCALE_MIN <= scale < math.inf
+    """Finite x and loc; df and scale from the smallest normal float up (below,
+    df / 2 may round to 0 and lgamma(df / 2) be inf, and 1 / scale overflows)."""
+    return (SMALLEST_NORMAL <= df < math.inf and SMALLEST_NORMAL <= scale < math.inf
             and math.isfinite(x) and math.isfinite(loc))
-
-
-@register_jitable
-def _half_step_digamma_excess(a):
-    """psi(a + 1/2) - psi(a) - 1 / (2a), accurate also for huge a.
-
-    The duplication formula and psi's asymptotic series give
-    psi(a + 1/2) - psi(a) = 1/(2a) + sum_k B_2k (1 - 4^-k) / (k a^2k)
-                          = 1/(2a) + 1/(8a^2) - 1/(64a^4) + 1/(128a^6) - 17/(2048a^8) + ...
-    which for a >= 100 is exact to 1e-17 relative; below, the difference of
-    ``digamma_diff`` and 1/(2a) loses at most 4a ulps.
-    """
-    if a < 100.0:
-        return digamma_diff(a, 0.5) - 0.5 / a
-    r = 1.0 / (a * a)
-    return r * (0.125 - r * (0.015625 - r * (0.0078125 - r * 0.00830078125)))
 
 
 @register_jitable
@@ -93,9 +73,9 @@ def logpdf_grad(x, df, loc, scale, keep):
     if keep[0]:
         # d/d(df) [lgamma((df+1)/2) - lgamma(df/2) - log(df)/2]
         #   = (psi(df/2 + 1/2) - psi(df/2)) / 2 - 1 / (2 df), of order 1/df^2:
-        # the cancelling 1/(2 df) is taken out inside the helper.
+        # the cancelling 1/(2 df) is taken out inside half_step_digamma_excess.
         lp += log_rising_factorial(0.5 * df, 0.5) - 0.5 * math.log(df)
-        d_df = 0.5 * _half_step_digamma_excess(0.5 * df)
+        d_df = 0.5 * half_step_digamma_excess(0.5 * df)
     if keep[1]:
         lp -= LOG_SQRT_PI
     if keep[2]:

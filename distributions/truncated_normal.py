@@ -14,27 +14,17 @@ above; Stan: ``normal_lpdf(x | loc, scale) T[lower, upper]``.
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import greater_than, interval, positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_SQRT_2PI, log_diff_ndtr
-
-# Smallest normal float: below it 1 / scale overflows and partials such as
-# z**2 / scale - 1 / scale would be inf - inf, so such scales are rejected.
-SCALE_MIN = sys.float_info.min
-
-# exp overflows beyond this (plain Python's math.exp raises); phi(a) / Z only
-# gets there for an interval narrower than about 1e-308 scales.
-LOG_MAX_FLOAT = 709.782712893384
-
+from distributions.special import LOG_FLOAT_MAX, LOG_SQRT_2PI, SMALLEST_NORMAL, log_diff_ndtr
 
 @register_jitable
 def _valid(x, loc, scale, lower, upper):
-    return (SCALE_MIN <= scale < math.inf and math.isfinite(loc) and math.isfinite(lower)
+    return (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(loc) and math.isfinite(lower)
             and lower < upper < math.inf and lower <= x <= upper)
 
 
@@ -78,8 +68,12 @@ def _log_mass(a, b, width):
 
 @register_jitable
 def _density_over_mass(t, log_mass):
-    """phi(t) / Z = exp(log phi(t) - log Z), the form that survives deep tails."""
-    return math.exp(min(-0.5 * t * t - LOG_SQRT_2PI - log_mass, LOG_MAX_FLOAT))
+    """phi(t) / Z = exp(log phi(t) - log Z), the form that survives deep tails.
+
+    The exponent is capped where exp overflows (plain Python's math.exp
+    raises); it gets there only for an interval narrower than ~1e-308 scales.
+    """
+    return math.exp(min(-0.5 * t * t - LOG_SQRT_2PI - log_mass, LOG_FLOAT_MAX))
 
 
 @register_jitable

@@ -23,6 +23,7 @@ from numba.extending import register_jitable
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
+from distributions.special import log_ratio
 
 # Above this v = k log(x / s), exp(v) overflows (plain Python raises) and
 # v - exp(v) < -1.79e308: the value is -inf, as it is where v itself is -inf.
@@ -35,21 +36,11 @@ def _valid(x, concentration, scale):
 
 
 @register_jitable
-def _log_ratio(a, b):
-    """log(a / b) for a, b > 0: one rounding when the ratio is a normal number,
-    the difference of logarithms when it would underflow or overflow."""
-    ratio = a / b
-    if 1e-300 < ratio < 1e300:
-        return math.log(ratio)
-    return math.log(a) - math.log(b)
-
-
-@register_jitable
 def logpdf(x, concentration, scale):
     """Normalized log density; ``-inf`` for x <= 0 or a parameter <= 0."""
     if not _valid(x, concentration, scale):
         return -math.inf
-    v = concentration * _log_ratio(x, scale)
+    v = concentration * log_ratio(x, scale)
     if not (-math.inf < v <= _V_MAX):
         return -math.inf
     return math.log(concentration) - math.log(x) + (v - math.exp(v))
@@ -60,7 +51,7 @@ def logpdf_grad(x, concentration, scale, keep):
     """``(lp, d_x, d_concentration, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, scale):
         return -math.inf, 0.0, 0.0, 0.0
-    log_z = _log_ratio(x, scale)
+    log_z = log_ratio(x, scale)
     v = concentration * log_z
     if not (-math.inf < v <= _V_MAX):
         return -math.inf, 0.0, 0.0, 0.0

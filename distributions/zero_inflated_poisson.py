@@ -12,16 +12,14 @@ it is the usual ``log_mix(zi, 0, poisson_lpmf(0 | rate))`` at 0.
 """
 
 import math
-import sys
 
 from numba.extending import register_jitable
 
 from distributions.constraints import nonnegative_integer, positive, unit_interval
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import logaddexp
+from distributions.special import LOG_FLOAT_MAX, logaddexp
 
-_LOG_MAX = math.log(sys.float_info.max)
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 
 
@@ -79,7 +77,7 @@ def logpdf_grad(x, zi, rate, keep):
         # rate > 709, where the true partial exceeds the float range: inf.
         lp0 = _log_p0(zi, rate)
         lp += lp0
-        d_zi = -math.expm1(-rate) * math.exp(-lp0) if -lp0 <= _LOG_MAX else math.inf
+        d_zi = -math.expm1(-rate) * math.exp(-lp0) if -lp0 <= LOG_FLOAT_MAX else math.inf
         d_rate = -(1.0 - zi) * math.exp(-rate - lp0)
     elif keep[1]:
         lp += math.log1p(-zi) + x * math.log(rate) - rate

@@ -149,8 +149,11 @@ class Model:
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
 
         ``parallel=True`` makes ``log_density_gradient`` split each term's
-        plate over threads (worth it for large data; the numba entry point
-        used by samplers stays serial, since chains already run in parallel).
+        plate over threads. It is worth it for large data and a small ``dim``:
+        every chunk keeps a private gradient row of length ``dim``, so a
+        parameter vector as long as the data makes it slower. The numba entry
+        point used by samplers stays serial, since chains already run in
+        parallel.
         """
         from logdens.engine import compile_model
         return compile_model(self, backend=backend, cache_dir=cache_dir, parallel=parallel)
