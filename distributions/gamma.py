@@ -12,7 +12,7 @@ Stan: ``gamma_lpdf(x | concentration, rate)``.
 For a large shape the four summands are each about a log(a) and cancel to
 O(log a) (at a = 1e4 they lose 5 digits). The full density is then computed
 from Stirling's series instead (``large_shape_log_density``, also used by
-InverseGamma and ChiSquared; Beta shares ``special.logmxp1``); a proper
+InverseGamma and ChiSquared; like Beta's, it is built on ``logmxp1``); a proper
 subset of the summands, which the engine asks for when some arguments are
 data, is summed as tagged (there the dropped constants absorb the
 cancellation, and an absolute error of eps * a log(a) does not matter).
