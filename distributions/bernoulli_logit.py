@@ -16,7 +16,7 @@ from numba.extending import register_jitable
 from distributions.constraints import integer_interval, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
-from distributions.special import log_logistic, logistic
+from distributions.special import log_logistic
 
 
 @register_jitable
@@ -39,14 +39,15 @@ def logpdf_grad(x, logit_p, keep):
     lp = 0.0
     d_logit = 0.0
     if keep[0]:
-        # d/dt log sigmoid(t) = sigmoid(-t), d/dt log sigmoid(-t) = -sigmoid(t):
-        # x - sigmoid(t) without the cancellation of 1 - sigmoid(t) for t >> 0.
-        if x == 1.0:
-            lp = log_logistic(logit_p)
-            d_logit = logistic(-logit_p)
-        else:
-            lp = log_logistic(-logit_p)
-            d_logit = -logistic(logit_p)
+        # With s = t for x = 1 and s = -t for x = 0, log p = log sigmoid(s) and
+        # d/dt = sign * sigmoid(-s). One exponential serves both:
+        # e = exp(-|s|), log sigmoid(s) = -log1p(e) - max(-s, 0), and
+        # sigmoid(-s) = e / (1 + e) for s >= 0, 1 / (1 + e) for s < 0.
+        sign = 1.0 if x == 1.0 else -1.0
+        s = sign * logit_p
+        e = math.exp(-abs(s))
+        lp = -math.log1p(e) - max(-s, 0.0)
+        d_logit = sign * (e if s >= 0.0 else 1.0) / (1.0 + e)
     return lp, 0.0, d_logit
 
 

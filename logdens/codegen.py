@@ -20,6 +20,8 @@ arrays, ``n_<name>`` data lengths, all names validated identifiers.
 from logdens import expr as ex
 from logdens.layout import module_alias
 
+BLOCK = 256  # rows per block for row-aligned matrix products: X[b0:b1] stays in cache
+
 # Elementwise forward rules: op -> value template over child variables.
 UNARY_VALUE = {
     "neg": "-{0}", "exp": "math.exp({0})", "log": "math.log({0})", "log1p": "math.log1p({0})",
@@ -172,6 +174,13 @@ class Lowering:
         matrix, vector = node.children
         p = self.layout.params[vector.name]
         X = f"d_{self.layout.data_name(matrix)}"
+        if self.blockable and block is self.term_loop and index == block.index:
+            # Row-aligned with the term's loop: computed a block of rows at a
+            # time by BLAS (see _blocks), read here from the block's buffer.
+            buffer = f"eta{var[1:]}"
+            self.blocked.append((buffer, X, p))
+            block.forward.append(f"{var} = {buffer}[{index} - b0]  # {node.label()}")
+            return lambda a, b: [f"a{buffer}[{index} - b0] += {a}"]
         j = self.fresh("j")
         element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{vector.name}[{j}]"
         block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({vector.shape[0]}):",
@@ -244,13 +253,16 @@ class Lowering:
         outer = Block()
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
-        self.row = loop.index
+        self.row, self.term_loop, self.blocked = loop.index, loop, []
+        self.blockable = not (self.per_row or chunked)
         result = self._term_value(term, keep, loop, outer, mode)
         head = [f"# term {term.name!r}: {self._describe(term)}"]
         if not self.gradient:
-            return head + outer.forward + [f"for {loop.index} in range({loop.length}):"] + indent(loop.forward)
+            return head + outer.forward + self._blocks(loop, loop.forward)
         self._seed(term, result, loop)
         inner = loop.forward + self._adjoint_inits(loop) + self._reverse(loop)
+        if self.blocked:
+            return head + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner) + self._reverse(outer)
         if self.per_row:  # scalar and vector-transform adjoints flushed into each row
             events = [p for p in self.layout.params.values() if p.transform.event]
             inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner
@@ -263,6 +275,35 @@ class Lowering:
         lines = self._chunks(head, outer, loop, inner)
         self.target, self.lp = self.serial_target, "lp"
         return lines
+
+    def _blocks(self, loop, inner):
+        """The term's loop, in blocks of ``BLOCK`` rows when it holds row-aligned ``X @ beta``.
+
+        Per block, BLAS computes ``X[b0:b1] @ beta`` into a small buffer before
+        the rows are visited, and ``X[b0:b1].T @ adjoints`` after: one pass
+        over the block of X each way, vectorized, no array of the data's length.
+        """
+        if not self.blocked:
+            return [f"for {loop.index} in range({loop.length}):"] + indent(inner)
+        before, start, finish = [], [], []
+        for buffer, X, p in self.blocked:
+            vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
+            before.append(f"{buffer} = np.empty({BLOCK})")
+            start.append(f"{buffer}[:b1 - b0] = np.dot({X}[b0:b1], {vector})")
+            if self.gradient:
+                before.append(f"a{buffer} = np.empty({BLOCK})")
+                start.append(f"a{buffer}[:b1 - b0] = 0.0")
+                back = f"np.dot({X}[b0:b1].T, a{buffer}[:b1 - b0])"
+                if p.transform.identity:
+                    finish.append(f"grad[{p.offset}:{p.offset + p.size}] += {back}")
+                elif p.transform.event:
+                    finish.append(f"aw_{p.name} += {back}")
+                else:
+                    finish += [f"g{buffer} = {back}", f"for j in range({p.size}):",
+                               f"    grad[{p.offset} + j] += g{buffer}[j] * dw_{p.name}[j]"]
+        return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
+            [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + start
+            + [f"for {loop.index} in range(b0, b1):"] + indent(inner) + finish)
 
     def _chunks(self, head, outer, loop, inner):
         """A term's loop split into ``self.chunks`` fixed chunks under ``prange``.
