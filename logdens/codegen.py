@@ -20,7 +20,7 @@ arrays, ``n_<name>`` data lengths, all names validated identifiers.
 from logdens import expr as ex
 from logdens.layout import module_alias
 
-BLOCK = 256  # rows per block for row-aligned matrix products: X[b0:b1] stays in cache
+BLOCK = 256  # rows per block of a row-aligned matrix product: the block of X stays in cache
 
 # Elementwise forward rules: op -> value template over child variables.
 UNARY_VALUE = {
@@ -184,7 +184,7 @@ class Lowering:
         j = self.fresh("j")
         element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{vector.name}[{j}]"
         block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({vector.shape[0]}):",
-                          f"    {var} += {X}[{index}, {j}] * {element}"]
+                          f"    {var} += {X}[{j}, {index}] * {element}"]
 
         def rule(a, b):
             if p.transform.event:
@@ -192,7 +192,7 @@ class Lowering:
             else:
                 scale = "" if p.transform.identity else f"dw_{vector.name}[{j}] * "
                 adjoint = f"{self.target(f'{p.offset} + {j}', self.row)} += {scale}"
-            return [f"for {j} in range({vector.shape[0]}):", f"    {adjoint}{a} * {X}[{index}, {j}]"]
+            return [f"for {j} in range({vector.shape[0]}):", f"    {adjoint}{a} * {X}[{j}, {index}]"]
         return rule
 
     def _value_Sum(self, node, var, block, outer, index):
@@ -279,28 +279,30 @@ class Lowering:
     def _blocks(self, loop, inner):
         """The term's loop, in blocks of ``BLOCK`` rows when it holds row-aligned ``X @ beta``.
 
-        Per block, BLAS computes ``X[b0:b1] @ beta`` into a small buffer before
-        the rows are visited, and ``X[b0:b1].T @ adjoints`` after: one pass
-        over the block of X each way, vectorized, no array of the data's length.
+        Per block, ``X[b0:b1] @ beta`` goes into a small buffer before the rows
+        are visited, and ``X[b0:b1].T @ adjoints`` into the gradient after.
+        Both run down the contiguous columns of X (stored transposed), so they
+        vectorize; no array of the data's length is made.
         """
         if not self.blocked:
             return [f"for {loop.index} in range({loop.length}):"] + indent(inner)
         before, start, finish = [], [], []
         for buffer, X, p in self.blocked:
             vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
-            before.append(f"{buffer} = np.empty({BLOCK})")
-            start.append(f"{buffer}[:b1 - b0] = np.dot({X}[b0:b1], {vector})")
+            before += [f"{buffer} = np.empty({BLOCK})", f"v{buffer} = {vector}"]
+            start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.size}):",
+                      f"    for r in range(b1 - b0):", f"        {buffer}[r] += {X}[j, b0 + r] * v{buffer}[j]"]
             if self.gradient:
                 before.append(f"a{buffer} = np.empty({BLOCK})")
                 start.append(f"a{buffer}[:b1 - b0] = 0.0")
-                back = f"np.dot({X}[b0:b1].T, a{buffer}[:b1 - b0])"
                 if p.transform.identity:
-                    finish.append(f"grad[{p.offset}:{p.offset + p.size}] += {back}")
+                    sink = f"grad[{p.offset} + j] += "
                 elif p.transform.event:
-                    finish.append(f"aw_{p.name} += {back}")
+                    sink = f"aw_{p.name}[j] += "
                 else:
-                    finish += [f"g{buffer} = {back}", f"for j in range({p.size}):",
-                               f"    grad[{p.offset} + j] += g{buffer}[j] * dw_{p.name}[j]"]
+                    sink = f"grad[{p.offset} + j] += dw_{p.name}[j] * "
+                finish += [f"for j in range({p.size}):", "    total = 0.0", "    for r in range(b1 - b0):",
+                           f"        total += {X}[j, b0 + r] * a{buffer}[r]", f"    {sink}total"]
         return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
             [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + start
             + [f"for {loop.index} in range(b0, b1):"] + indent(inner) + finish)

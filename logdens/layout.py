@@ -107,7 +107,9 @@ class Layout:
             cols = a.shape[1] if a.ndim == 2 else 1
             header[HEADER_WIDTH * slot.position:][:HEADER_WIDTH] = (f_offset, i_offset, rows, cols)
             if slot.as_value:
-                floats.append(np.ascontiguousarray(a, dtype=np.float64).ravel())
+                # matrices column by column: X[:, j] contiguous, so blocked
+                # products run down contiguous columns and vectorize
+                floats.append(np.ascontiguousarray(a.T if a.ndim == 2 else a, dtype=np.float64).ravel())
                 f_offset += a.size
             if slot.as_index:
                 ints.append(np.ascontiguousarray(a, dtype=np.int64).ravel())
@@ -125,7 +127,7 @@ class Layout:
             if slot.as_value:
                 if slot.ndim == 2:
                     lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name} * idata[{h + 3}]]"
-                                 f".reshape((n_{name}, idata[{h + 3}]))")
+                                 f".reshape((idata[{h + 3}], n_{name}))  # transposed: d_{name}[j, i] = X[i, j]")
                 else:
                     lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name}]")
             if slot.as_index:
