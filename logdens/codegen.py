@@ -83,6 +83,7 @@ class Lowering:
     def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
         self.serial_target, self.chunks = target, chunks
+        self.uses_bufs = False  # whether a chunked term wrote to private gradient rows
         self.lp = "lp"
         self.counter = 0
         self.depends = {}
@@ -248,8 +249,8 @@ class Lowering:
     def term(self, term, keep, mode):
         """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``."""
         chunked = self.gradient and self.chunks and _chunkable(term)
-        if chunked:  # each chunk adds into its own row of ``bufs`` and its own ``lps[c]``
-            self.target, self.lp = (lambda col, row: f"bufs[c, {col}]"), "lp_c"
+        if chunked:  # each chunk adds into its own ``lps[c]`` and, unless disjoint, its own row of ``bufs``
+            self.target, self.lp = self._chunk_target, "lp_c"
         outer = Block()
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
@@ -306,6 +307,15 @@ class Lowering:
         return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
             [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + start
             + [f"for {loop.index} in range(b0, b1):"] + indent(inner) + finish)
+
+    def _chunk_target(self, col, row):
+        """Gradient entry written by a chunk: elements at the loop's own index are
+        disjoint between chunks and go straight to ``grad``; the rest (scalars,
+        gathers, matrix products) go to the chunk's private row of ``bufs``."""
+        if str(col) == row or str(col).endswith(f" + {row}"):
+            return f"grad[{col}]"
+        self.uses_bufs = True
+        return f"bufs[c, {col}]"
 
     def _chunks(self, head, outer, loop, inner):
         """A term's loop split into ``self.chunks`` fixed chunks under ``prange``.

@@ -170,13 +170,13 @@ def _gradient_functions(model, layout):
                     + _event_reverse(layout) + _jacobian(layout, True) + ENDING)
     if not any(p.transform.event for p in layout.params.values()):
         chunked = Lowering(layout, gradient=True, target=_grad_target, chunks=CHUNKS)
+        terms = _terms(chunked, model)
+        rows = [f"bufs = np.zeros(({CHUNKS}, {layout.dim}))"] if chunked.uses_bufs else []
+        merge = ["for c in range(lps.shape[0]):  # in chunk order: deterministic", "    lp += lps[c]"]
+        merge += ["    grad += bufs[c]"] if chunked.uses_bufs else []
         out += _function("def core_parallel(theta, grad, fdata, idata, jacobian):",
-                         prologue + ["grad[:] = 0.0", "lp = 0.0", f"lps = np.zeros({CHUNKS})",
-                                     f"bufs = np.zeros(({CHUNKS}, {layout.dim}))"]
-                         + _terms(chunked, model)
-                         + ["for c in range(bufs.shape[0]):  # in chunk order: deterministic",
-                            "    lp += lps[c]", "    grad += bufs[c]"]
-                         + _jacobian(layout, True) + ENDING,
+                         prologue + ["grad[:] = 0.0", "lp = 0.0", f"lps = np.zeros({CHUNKS})"] + rows
+                         + terms + merge + _jacobian(layout, True) + ENDING,
                          decorator=JIT.replace("numba.njit(", "numba.njit(parallel=True, "))
     out += _function("def logp_grad(theta, grad, fdata, idata):",
                      ["return core(theta, grad, fdata, idata, True)"],

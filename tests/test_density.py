@@ -269,9 +269,18 @@ def gradient_of_term(density, theta):
     return np.array([(f(theta + 1e-6 * e[k]) - f(theta - 1e-6 * e[k])) / 2e-6 for k in range(density.dim)])
 
 
-def test_parallel_variant_equals_serial_and_is_deterministic():
-    serial = hierarchical_model().compile()
-    parallel = hierarchical_model().compile(parallel=True)
+def rate_vector_model():
+    """A parameter as long as the data: every chunk writes its own elements."""
+    m = ld.Model()
+    rate = m.param("rate", ld.Gamma(2.0, 1.0), shape=N)
+    m.observe("c", ld.Poisson(rate), COUNTS)
+    return m
+
+
+@pytest.mark.parametrize("build", [hierarchical_model, rate_vector_model])
+def test_parallel_variant_equals_serial_and_is_deterministic(build):
+    serial = build().compile()
+    parallel = build().compile(parallel=True)
     theta = theta0(serial)
     lp, grad = serial.log_density_gradient(theta)
     lp_par, grad_par = parallel.log_density_gradient(theta)
