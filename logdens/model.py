@@ -149,11 +149,11 @@ class Model:
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
 
         ``parallel=True`` makes ``log_density_gradient`` split each term's
-        plate over threads. It is worth it for large data and a small ``dim``:
-        every chunk keeps a private gradient row of length ``dim``, so a
-        parameter vector as long as the data makes it slower. The numba entry
-        point used by samplers stays serial, since chains already run in
-        parallel.
+        plate into fixed chunks over threads, for large data. Elements at a
+        chunk's own index are written directly; other gradient entries go
+        through per-chunk rows of length ``dim``, summed in order (results do
+        not depend on the thread count). The numba entry point used by
+        samplers stays serial, since chains already run in parallel.
         """
         from logdens.engine import compile_model
         return compile_model(self, backend=backend, cache_dir=cache_dir, parallel=parallel)
