@@ -68,6 +68,7 @@ class LogDensity:
         self._arrays = new
         self.fdata, self.idata = self.layout.pack({k: new[k] for k in self.layout.data})
         self.numba_entry = NumbaEntry(self._module.logp_grad, self.fdata, self.idata)
+        self._n_obs = self._count_observations()
         self._constant = None  # the dropped summands, computed on first use
 
     def _with_constant(self, lp, theta):
@@ -123,13 +124,14 @@ class LogDensity:
             raise KeyError(f"no observed term {name!r}; observed terms are {observed}")
         return term
 
-    def _n_obs(self, term):
-        shape = np.broadcast_shapes(*(self._runtime_shape(a) for a in term.args))
-        return int(np.prod(shape, dtype=int))
-
-    def _runtime_shape(self, node):
-        n = validate.length(node, self._arrays, self.layout, "")
-        return () if n is None else (n,)
+    def _count_observations(self):
+        """Observations per observed term for the current data (checked once, in ``set_data``)."""
+        counts = {}
+        for term in self.model.terms:
+            if term.kind == "observe":
+                lengths = [validate.length(a, self._arrays, self.layout, "") for a in term.args]
+                counts[term.name] = max((n for n in lengths if n is not None), default=1)
+        return counts
 
     def pointwise_log_likelihood(self, theta):
         """Per-observation log-likelihood (normalized) of every observed term, by name."""
@@ -137,7 +139,7 @@ class LogDensity:
         out = {}
         for term in self.model.terms:
             if term.kind == "observe":
-                values = np.empty(self._n_obs(term))
+                values = np.empty(self._n_obs[term.name])
                 getattr(self._module, f"pointwise_{term.name}")(theta, self.fdata, self.idata, values)
                 out[term.name] = values
         return out
@@ -145,7 +147,7 @@ class LogDensity:
     def per_sample_gradient(self, theta, name):
         """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``."""
         term = self._observed(name)
-        rows = np.empty((self._n_obs(term), self.dim))
+        rows = np.empty((self._n_obs[term.name], self.dim))
         getattr(self._module, f"per_sample_{term.name}")(_vector(theta, self.dim), self.fdata, self.idata, rows)
         return rows
 
