@@ -11,6 +11,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import integer_interval, unit_interval
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -22,15 +23,15 @@ def logpdf(x, p):
     if not (0.0 <= p <= 1.0):
         return -math.inf
     # Only one of the two terms is present, so log(0) is taken only where
-    # the mass is 0 and is written as -inf instead (math.log(0.0) raises).
+    # the mass is 0 and is written as -inf instead (vmath.log(0.0) raises).
     if x == 1.0:
-        return math.log(p) if p > 0.0 else -math.inf
+        return vmath.log(p) if p > 0.0 else -math.inf
     if x == 0.0:
-        return math.log1p(-p) if p < 1.0 else -math.inf
+        return vmath.log1p(-p) if p < 1.0 else -math.inf
     return -math.inf
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, p, keep):
     """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 <= p <= 1.0) or not ((x == 1.0 and p > 0.0) or (x == 0.0 and p < 1.0)):
@@ -39,10 +40,10 @@ def logpdf_grad(x, p, keep):
     d_p = 0.0
     if keep[0]:
         if x == 1.0:
-            lp = math.log(p)
+            lp = vmath.log(p)
             d_p = 1.0 / p
         else:
-            lp = math.log1p(-p)
+            lp = vmath.log1p(-p)
             d_p = -1.0 / (1.0 - p)
     return lp, 0.0, d_p
 

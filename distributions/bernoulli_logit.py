@@ -13,6 +13,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import integer_interval, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -31,7 +32,7 @@ def logpdf(x, logit_p):
     return -math.inf
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, logit_p, keep):
     """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``."""
     if not math.isfinite(logit_p) or not (x == 0.0 or x == 1.0):
@@ -45,8 +46,8 @@ def logpdf_grad(x, logit_p, keep):
         # sigmoid(-s) = e / (1 + e) for s >= 0, 1 / (1 + e) for s < 0.
         sign = 1.0 if x == 1.0 else -1.0
         s = sign * logit_p
-        e = math.exp(-abs(s))
-        lp = -math.log1p(e) - max(-s, 0.0)
+        e = vmath.exp(-abs(s))
+        lp = -vmath.log1p(e) - max(-s, 0.0)
         d_logit = sign * (e if s >= 0.0 else 1.0) / (1.0 + e)
     return lp, 0.0, d_logit
 

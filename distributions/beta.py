@@ -18,6 +18,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import interval, positive
 from distributions.frozen import Distribution
 from distributions.gamma import LARGE_SHAPE
@@ -50,10 +51,10 @@ def _large_shapes_log_density(x, a, b):
     """
     n = a + b
     q = b / n
-    log_x = math.log(x)
-    log1m_x = math.log1p(-x)
+    log_x = vmath.log(x)
+    log1m_x = vmath.log1p(-x)
     return (a * logmxp1(x * n / a) + b * logmxp1((1.0 - x) / q)
-            - log_x - log1m_x + 0.5 * math.log(a * q) - LOG_SQRT_2PI
+            - log_x - log1m_x + 0.5 * vmath.log(a * q) - LOG_SQRT_2PI
             - (lgamma_stirling_diff(a) + lgamma_stirling_diff(b) - lgamma_stirling_diff(n)))
 
 
@@ -64,11 +65,11 @@ def logpdf(x, alpha, beta):
         return -math.inf
     if _large_shapes(alpha, beta):
         return _large_shapes_log_density(x, alpha, beta)
-    lp = (alpha - 1.0) * math.log(x) + (beta - 1.0) * math.log1p(-x) - lbeta(alpha, beta)
+    lp = (alpha - 1.0) * vmath.log(x) + (beta - 1.0) * vmath.log1p(-x) - lbeta(alpha, beta)
     return lp if -math.inf < lp < math.inf else -math.inf
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, alpha, beta, keep):
     """``(lp, d_x, d_alpha, d_beta)``; see ``distributions.spec`` for ``keep``.
 
@@ -83,12 +84,12 @@ def logpdf_grad(x, alpha, beta, keep):
     d_a = 0.0
     d_b = 0.0
     if keep[0]:
-        log_x = math.log(x)
+        log_x = vmath.log(x)
         lp = (alpha - 1.0) * log_x
         d_x = (alpha - 1.0) / x
         d_a = log_x
     if keep[1]:
-        log1m_x = math.log1p(-x)
+        log1m_x = vmath.log1p(-x)
         lp += (beta - 1.0) * log1m_x
         d_x -= (beta - 1.0) / (1.0 - x)
         d_b = log1m_x

@@ -11,6 +11,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import integer_interval, nonnegative_integer, unit_interval
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -36,13 +37,13 @@ def logpdf(x, n, p):
     lp = lchoose(n, x)
     # A term whose count is 0 is 0 even where its log is -inf (xlogy convention).
     if x > 0.0:
-        lp += x * math.log(p)
+        lp += x * vmath.log(p)
     if x < n:
-        lp += (n - x) * math.log1p(-p)
+        lp += (n - x) * vmath.log1p(-p)
     return lp
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, n, p, keep):
     """``(lp, d_x = 0, d_n = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, n, p):
@@ -55,10 +56,10 @@ def logpdf_grad(x, n, p, keep):
         # d/dp = x / p - (n - x) / (1 - p); a term with count 0 is absent, so
         # the partial stays finite at p = 0 (x = 0) and p = 1 (x = n).
         if x > 0.0:
-            lp += x * math.log(p)
+            lp += x * vmath.log(p)
             d_p = x / p
         if x < n:
-            lp += (n - x) * math.log1p(-p)
+            lp += (n - x) * vmath.log1p(-p)
             d_p -= (n - x) / (1.0 - p)
     if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
         return -math.inf, 0.0, 0.0, 0.0

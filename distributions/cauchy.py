@@ -10,6 +10,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -22,10 +23,10 @@ def logpdf(x, loc, scale):
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf
     log1p_z2 = log1p_square((x - loc) / scale)[0]
-    return -log1p_z2 - math.log(scale) - LOG_PI
+    return -log1p_z2 - vmath.log(scale) - LOG_PI
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
@@ -41,7 +42,7 @@ def logpdf_grad(x, loc, scale, keep):
         d_x = -2.0 * z_over * inv_scale
         d_scale = 2.0 * z2_over * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[2]:
         lp -= LOG_PI

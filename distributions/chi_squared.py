@@ -15,6 +15,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.gamma import LARGE_SHAPE, large_shape_log_density
@@ -44,9 +45,9 @@ def logpdf(x, df):
     half_df = 0.5 * df
     y = _ratio(x, df)
     if y > 0.0:
-        lp = large_shape_log_density(half_df, y) - math.log(x)
+        lp = large_shape_log_density(half_df, y) - vmath.log(x)
     else:
-        lp = (half_df - 1.0) * math.log(x) - 0.5 * x - (half_df * LOG_2 + lgamma_or_inf(half_df))
+        lp = (half_df - 1.0) * vmath.log(x) - 0.5 * x - (half_df * LOG_2 + lgamma_or_inf(half_df))
     # A huge df (or df / 2 underflowing to 0) overflows: a rejected point, never NaN.
     return lp if -math.inf < lp < math.inf else -math.inf
 
@@ -55,7 +56,7 @@ def logpdf(x, df):
 def _grad_large_df(x, half_df, y):
     """The full density from the Stirling form with the summands' partials,
     computed as in ``logpdf_grad`` and in the same order."""
-    log_x = math.log(x)
+    log_x = vmath.log(x)
     lp = large_shape_log_density(half_df, y) - log_x
     if not (-math.inf < lp < math.inf):
         return -math.inf, 0.0, 0.0
@@ -63,7 +64,7 @@ def _grad_large_df(x, half_df, y):
     return lp, (half_df - 1.0) / x - 0.5, d_df
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, df, keep):
     """``(lp, d_x, d_df)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, df):
@@ -77,7 +78,7 @@ def logpdf_grad(x, df, keep):
     d_x = 0.0
     d_df = 0.0
     if keep[0]:
-        log_x = math.log(x)
+        log_x = vmath.log(x)
         lp = (half_df - 1.0) * log_x
         d_x = (half_df - 1.0) / x
         d_df = 0.5 * log_x

@@ -11,6 +11,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -22,10 +23,10 @@ def logpdf(x, rate):
     if not (0.0 < rate < math.inf and 0.0 <= x < math.inf):
         return -math.inf
     # rate * x may overflow to inf: then the value is -inf, as it should be.
-    return math.log(rate) - rate * x
+    return vmath.log(rate) - rate * x
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, rate, keep):
     """``(lp, d_x, d_rate)``; see ``distributions.spec`` for ``keep``.
 
@@ -37,7 +38,7 @@ def logpdf_grad(x, rate, keep):
     d_x = 0.0
     d_rate = 0.0
     if keep[0]:
-        lp = math.log(rate)
+        lp = vmath.log(rate)
         d_rate = 1.0 / rate
     if keep[1]:
         lp -= rate * x

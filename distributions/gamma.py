@@ -22,6 +22,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -44,7 +45,7 @@ def large_shape_log_density(a, y):
     and log(y) - y + 1 = logmxp1(y) <= 0 is computed without cancellation, so
     the value is accurate to a few ulps of its own size. Needs 0 < y < inf.
     """
-    return (a * logmxp1(y) + 0.5 * math.log(a) - LOG_SQRT_2PI
+    return (a * logmxp1(y) + 0.5 * vmath.log(a) - LOG_SQRT_2PI
             - lgamma_stirling_diff(a))
 
 
@@ -70,10 +71,10 @@ def logpdf(x, concentration, rate):
         return -math.inf
     y = _ratio(x, concentration, rate)
     if y > 0.0:
-        lp = large_shape_log_density(concentration, y) - math.log(x)
+        lp = large_shape_log_density(concentration, y) - vmath.log(x)
     else:
-        lp = (concentration * math.log(rate) - lgamma_or_inf(concentration)
-              + (concentration - 1.0) * math.log(x) - rate * x)
+        lp = (concentration * vmath.log(rate) - lgamma_or_inf(concentration)
+              + (concentration - 1.0) * vmath.log(x) - rate * x)
     # A huge shape or rate * x may overflow: a rejected point, never NaN.
     return lp if -math.inf < lp < math.inf else -math.inf
 
@@ -82,14 +83,14 @@ def logpdf(x, concentration, rate):
 def _grad_large_shape(x, a, rate, y):
     """The full density from the Stirling form with the summands' partials,
     computed as in ``logpdf_grad`` and in the same order."""
-    log_x = math.log(x)
+    log_x = vmath.log(x)
     lp = large_shape_log_density(a, y) - log_x
     if not (-math.inf < lp < math.inf):
         return -math.inf, 0.0, 0.0, 0.0
-    return lp, (a - 1.0) / x - rate, math.log(rate) - digamma(a) + log_x, a / rate - x
+    return lp, (a - 1.0) / x - rate, vmath.log(rate) - digamma(a) + log_x, a / rate - x
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, concentration, rate, keep):
     """``(lp, d_x, d_concentration, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, rate):
@@ -104,7 +105,7 @@ def logpdf_grad(x, concentration, rate, keep):
     d_a = 0.0
     d_b = 0.0
     if keep[0]:
-        log_rate = math.log(rate)
+        log_rate = vmath.log(rate)
         lp = a * log_rate
         d_a = log_rate
         d_b = a / rate
@@ -112,7 +113,7 @@ def logpdf_grad(x, concentration, rate, keep):
         lp -= lgamma_or_inf(a)
         d_a -= digamma(a)
     if keep[2]:
-        log_x = math.log(x)
+        log_x = vmath.log(x)
         lp += (a - 1.0) * log_x
         d_x = (a - 1.0) / x
         d_a += log_x

@@ -12,6 +12,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import Constraint, nonnegative_integer
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -34,10 +35,10 @@ def logpdf(x, p):
     if _zero_mass(x, p):
         return -math.inf
     # x = 0 skips x log1p(-p), which is 0 * (-inf) at p = 1.
-    return math.log(p) + (x * math.log1p(-p) if x > 0.0 else 0.0)
+    return vmath.log(p) + (x * vmath.log1p(-p) if x > 0.0 else 0.0)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, p, keep):
     """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, p):
@@ -45,10 +46,10 @@ def logpdf_grad(x, p, keep):
     lp = 0.0
     d_p = 0.0
     if keep[0]:
-        lp = math.log(p)
+        lp = vmath.log(p)
         d_p = 1.0 / p
     if keep[1] and x > 0.0:
-        lp += x * math.log1p(-p)
+        lp += x * vmath.log1p(-p)
         d_p -= x / (1.0 - p)
     if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
         return -math.inf, 0.0, 0.0

@@ -10,6 +10,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -34,10 +35,10 @@ def logpdf(x, loc, scale):
     z = (x - loc) / scale
     if z < Z_MIN:
         return -math.inf
-    return -z - math.exp(-z) - math.log(scale)
+    return -z - vmath.exp(-z) - vmath.log(scale)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale):
@@ -51,12 +52,12 @@ def logpdf_grad(x, loc, scale, keep):
         if z < Z_MIN:
             return -math.inf, 0.0, 0.0, 0.0
         # d/dz [-z - exp(-z)] = exp(-z) - 1 = expm1(-z), exact near the mode.
-        lp -= z + math.exp(-z)
+        lp -= z + vmath.exp(-z)
         slope = math.expm1(-z)
         d_x = slope * inv_scale
         d_scale = -slope * z * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if lp == -math.inf:  # an overflowing term: reject the point, zero partials
         return -math.inf, 0.0, 0.0, 0.0

@@ -11,6 +11,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -23,10 +24,10 @@ def logpdf(x, scale):
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
         return -math.inf
     log1p_z2 = log1p_square(x / scale)[0]
-    return -log1p_z2 - math.log(scale) + (LOG_2 - LOG_PI)
+    return -log1p_z2 - vmath.log(scale) + (LOG_2 - LOG_PI)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``.
 
@@ -45,7 +46,7 @@ def logpdf_grad(x, scale, keep):
         d_x = -2.0 * z_over * inv_scale
         d_scale = 2.0 * z2_over * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[2]:
         lp += LOG_2 - LOG_PI

@@ -11,6 +11,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -23,10 +24,10 @@ def logpdf(x, scale):
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
         return -math.inf
     z = x / scale
-    return -0.5 * z * z - math.log(scale) + (LOG_2 - LOG_SQRT_2PI)
+    return -0.5 * z * z - vmath.log(scale) + (LOG_2 - LOG_SQRT_2PI)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``.
 
@@ -44,7 +45,7 @@ def logpdf_grad(x, scale, keep):
         d_x = -z * inv_scale
         d_scale = z * z * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[2]:
         lp += LOG_2 - LOG_SQRT_2PI

@@ -17,6 +17,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.gamma import LARGE_SHAPE, large_shape_log_density
@@ -45,10 +46,10 @@ def logpdf(x, concentration, scale):
         return -math.inf
     y = _ratio(x, concentration, scale)
     if y > 0.0:
-        lp = large_shape_log_density(concentration, y) - math.log(x)
+        lp = large_shape_log_density(concentration, y) - vmath.log(x)
     else:
-        lp = (concentration * math.log(scale) - lgamma_or_inf(concentration)
-              - (concentration + 1.0) * math.log(x) - scale / x)
+        lp = (concentration * vmath.log(scale) - lgamma_or_inf(concentration)
+              - (concentration + 1.0) * vmath.log(x) - scale / x)
     # A huge shape or scale / x near x = 0 may overflow: a rejected point, never NaN.
     return lp if -math.inf < lp < math.inf else -math.inf
 
@@ -57,16 +58,16 @@ def logpdf(x, concentration, scale):
 def _grad_large_shape(x, a, scale, y):
     """The full density from the Stirling form with the summands' partials,
     computed as in ``logpdf_grad`` and in the same order."""
-    log_x = math.log(x)
+    log_x = vmath.log(x)
     lp = large_shape_log_density(a, y) - log_x
     if not (-math.inf < lp < math.inf):
         return -math.inf, 0.0, 0.0, 0.0
     scale_over_x = scale / x
-    return (lp, (scale_over_x - (a + 1.0)) / x, math.log(scale) - digamma(a) - log_x,
+    return (lp, (scale_over_x - (a + 1.0)) / x, vmath.log(scale) - digamma(a) - log_x,
             (a - scale_over_x) / scale)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, concentration, scale, keep):
     """``(lp, d_x, d_concentration, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, scale):
@@ -82,7 +83,7 @@ def logpdf_grad(x, concentration, scale, keep):
     d_a = 0.0
     d_s = 0.0
     if keep[0]:
-        log_scale = math.log(scale)
+        log_scale = vmath.log(scale)
         lp = a * log_scale
         d_a = log_scale
         d_s = a / scale
@@ -90,7 +91,7 @@ def logpdf_grad(x, concentration, scale, keep):
         lp -= lgamma_or_inf(a)
         d_a -= digamma(a)
     if keep[2]:
-        log_x = math.log(x)
+        log_x = vmath.log(x)
         lp -= (a + 1.0) * log_x
         d_a -= log_x
     if keep[3]:

@@ -10,6 +10,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -21,10 +22,10 @@ def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf
-    return -abs(x - loc) / scale - math.log(scale) - LOG_2
+    return -abs(x - loc) / scale - vmath.log(scale) - LOG_2
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``.
 
@@ -47,7 +48,7 @@ def logpdf_grad(x, loc, scale, keep):
             d_x = inv_scale
         d_scale = abs_z * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[2]:
         lp -= LOG_2

@@ -12,6 +12,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -23,18 +24,18 @@ def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` for x <= 0 or scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
         return -math.inf
-    log_x = math.log(x)
+    log_x = vmath.log(x)
     z = (log_x - loc) / scale
-    return -0.5 * z * z - log_x - math.log(scale) - LOG_SQRT_2PI
+    return -0.5 * z * z - log_x - vmath.log(scale) - LOG_SQRT_2PI
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
         return -math.inf, 0.0, 0.0, 0.0
     inv_scale = 1.0 / scale
-    log_x = math.log(x)
+    log_x = vmath.log(x)
     z = (log_x - loc) / scale
     lp = 0.0
     d_log_x = 0.0  # the partial with respect to log(x); d_x = d_log_x / x
@@ -49,7 +50,7 @@ def logpdf_grad(x, loc, scale, keep):
         lp -= log_x
         d_log_x -= 1.0
     if keep[2]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[3]:
         lp -= LOG_SQRT_2PI

@@ -10,6 +10,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -25,7 +26,7 @@ def _log_kernel(z):
     tail correction exact.
     """
     a = abs(z)
-    return -a - 2.0 * math.log1p(math.exp(-a))
+    return -a - 2.0 * vmath.log1p(vmath.exp(-a))
 
 
 @register_jitable
@@ -33,10 +34,10 @@ def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf
-    return _log_kernel((x - loc) / scale) - math.log(scale)
+    return _log_kernel((x - loc) / scale) - vmath.log(scale)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
@@ -53,7 +54,7 @@ def logpdf_grad(x, loc, scale, keep):
         d_x = slope * inv_scale
         d_scale = -slope * z * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if lp == -math.inf:  # an overflowing term: reject the point, zero partials
         return -math.inf, 0.0, 0.0, 0.0

@@ -21,6 +21,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative_integer, positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -47,17 +48,17 @@ def logpdf(x, log_mu, phi):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
     if _outside(x, log_mu, phi):
         return -math.inf
-    d = log_mu - math.log(phi)
+    d = log_mu - vmath.log(phi)
     return (log_rising_factorial(phi, x) - math.lgamma(x + 1.0)
             - x * log1pexp(-d) - phi * log1pexp(d))
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, log_mu, phi, keep):
     """``(lp, d_x = 0, d_log_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, log_mu, phi):
         return -math.inf, 0.0, 0.0, 0.0
-    d = log_mu - math.log(phi)
+    d = log_mu - vmath.log(phi)
     u = logistic(d)    # mu / (mu + phi)
     w = logistic(-d)   # phi / (mu + phi), not 1 - u: no cancellation for mu >> phi
     lp = 0.0

@@ -10,6 +10,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -22,10 +23,10 @@ def logpdf(x, loc, scale):
     if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
         return -math.inf
     z = (x - loc) / scale
-    return -0.5 * z * z - math.log(scale) - LOG_SQRT_2PI
+    return -0.5 * z * z - vmath.log(scale) - LOG_SQRT_2PI
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
@@ -40,7 +41,7 @@ def logpdf_grad(x, loc, scale, keep):
         d_x = -z * inv_scale
         d_scale = z * z * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[2]:
         lp -= LOG_SQRT_2PI

@@ -16,6 +16,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import greater_than, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -32,10 +33,10 @@ def logpdf(x, alpha, scale):
     """Normalized log density; ``-inf`` for x < scale or a parameter <= 0."""
     if not _valid(x, alpha, scale):
         return -math.inf
-    return math.log(alpha) + alpha * log_ratio(scale, x) - math.log(x)
+    return vmath.log(alpha) + alpha * log_ratio(scale, x) - vmath.log(x)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, alpha, scale, keep):
     """``(lp, d_x, d_alpha, d_scale)``; see ``distributions.spec`` for ``keep``.
 
@@ -48,7 +49,7 @@ def logpdf_grad(x, alpha, scale, keep):
     d_alpha = 0.0
     d_scale = 0.0
     if keep[0]:
-        lp = math.log(alpha)
+        lp = vmath.log(alpha)
         d_alpha = 1.0 / alpha
     if keep[1]:
         log_scale_over_x = log_ratio(scale, x)
@@ -57,7 +58,7 @@ def logpdf_grad(x, alpha, scale, keep):
         d_alpha += log_scale_over_x
         d_scale = alpha / scale
     if keep[2]:
-        lp -= math.log(x)
+        lp -= vmath.log(x)
         d_x -= 1.0 / x
     if not (lp > -math.inf):  # alpha log(scale / x) overflowed: a rejected point
         return -math.inf, 0.0, 0.0, 0.0

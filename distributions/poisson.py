@@ -10,6 +10,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative_integer, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -22,10 +23,10 @@ def logpdf(x, rate):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for rate <= 0."""
     if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
         return -math.inf
-    return x * math.log(rate) - rate - math.lgamma(x + 1.0)
+    return x * vmath.log(rate) - rate - math.lgamma(x + 1.0)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, rate, keep):
     """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
@@ -33,7 +34,7 @@ def logpdf_grad(x, rate, keep):
     lp = 0.0
     d_rate = 0.0
     if keep[0]:
-        lp = x * math.log(rate) - rate
+        lp = x * vmath.log(rate) - rate
         d_rate = x / rate - 1.0
     if keep[1]:
         lp -= math.lgamma(x + 1.0)

@@ -13,6 +13,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative_integer, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -34,10 +35,10 @@ def logpdf(x, log_rate):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for an invalid log rate."""
     if _outside(x, log_rate):
         return -math.inf
-    return x * log_rate - math.exp(log_rate) - math.lgamma(x + 1.0)
+    return x * log_rate - vmath.exp(log_rate) - math.lgamma(x + 1.0)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, log_rate, keep):
     """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, log_rate):
@@ -45,7 +46,7 @@ def logpdf_grad(x, log_rate, keep):
     lp = 0.0
     d_log_rate = 0.0
     if keep[0]:
-        rate = math.exp(log_rate)
+        rate = vmath.exp(log_rate)
         lp = x * log_rate - rate
         d_log_rate = x - rate
     if keep[1]:

@@ -12,6 +12,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -36,10 +37,10 @@ def logpdf(x, scale):
     if not _finite(x, scale):
         return -math.inf
     z = x / scale
-    return math.log(x) - 2.0 * math.log(scale) - 0.5 * z * z
+    return vmath.log(x) - 2.0 * vmath.log(scale) - 0.5 * z * z
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _finite(x, scale):
@@ -49,10 +50,10 @@ def logpdf_grad(x, scale, keep):
     d_x = 0.0
     d_scale = 0.0
     if keep[0]:
-        lp = math.log(x)
+        lp = vmath.log(x)
         d_x = 1.0 / x
     if keep[1]:
-        lp -= 2.0 * math.log(scale)
+        lp -= 2.0 * vmath.log(scale)
         d_scale = -2.0 / scale
     if keep[2]:
         lp -= 0.5 * z * z

@@ -13,6 +13,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -33,10 +34,10 @@ def logpdf(x, loc, scale, alpha):
     z = (x - loc) / scale
     if not math.isfinite(z):  # overflow: the density underflows; alpha * z could be NaN
         return -math.inf
-    return -0.5 * z * z - math.log(scale) + log_ndtr(alpha * z) + (LOG_2 - LOG_SQRT_2PI)
+    return -0.5 * z * z - vmath.log(scale) + log_ndtr(alpha * z) + (LOG_2 - LOG_SQRT_2PI)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, alpha, keep):
     """``(lp, d_x, d_loc, d_scale, d_alpha)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale, alpha):
@@ -54,7 +55,7 @@ def logpdf_grad(x, loc, scale, alpha, keep):
         d_x = -z * inv_scale
         d_scale = z * z * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[2]:
         # d log Phi(w) / dw = phi(w) / Phi(w), which dlog_ndtr keeps finite and

@@ -5,7 +5,9 @@ with :func:`numba.extending.register_jitable`: called from Python it runs as
 Python, called from ``@numba.njit`` (or numba-cuda) code it is compiled. That
 fixes the rules for this module:
 
-* only ``math`` functions and arithmetic; no numpy, no allocation, no state;
+* only ``math`` and ``vmath`` functions and arithmetic (``vmath``'s ``exp``,
+  ``log`` and ``log1p`` rather than ``math``'s, so that loops vectorize); no
+  numpy, no allocation, no state;
 * nothing raises. Plain Python raises on ``math.log(0.0)``, ``1.0 / 0.0``,
   ``math.exp(710.0)`` and ``math.lgamma(0.0)``, so each such edge is
   guarded and returns the limit (``-inf``, ``inf``, 0);
@@ -23,6 +25,8 @@ Coefficient tables were computed for this module with mpmath at 60 digits.
 import math
 
 from numba.extending import register_jitable
+
+from distributions import vmath
 
 LOG_2 = 0.6931471805599453
 LOG_PI = 1.1447298858494002
@@ -181,7 +185,7 @@ def _exp_neg_half_sq(x):
     if ax > 40.0:  # exp(-800) underflows; also keeps the split finite
         return 0.0
     s = ax * ax
-    return math.exp(-0.5 * s) * (1.0 - 0.5 * _product_error(ax, ax))
+    return vmath.exp(-0.5 * s) * (1.0 - 0.5 * _product_error(ax, ax))
 
 
 @register_jitable
@@ -217,7 +221,7 @@ def xlogy(x, y):
     if x == 0.0 and not math.isnan(y):
         return 0.0
     if y > 0.0:
-        return x * math.log(y)
+        return x * vmath.log(y)
     if y == 0.0:
         return -math.inf * x
     return math.nan
@@ -233,7 +237,7 @@ def xlog1py(x, y):
     if x == 0.0 and not math.isnan(y):
         return 0.0
     if y > -1.0:
-        return x * math.log1p(y)
+        return x * vmath.log1p(y)
     if y == -1.0:
         return -math.inf * x
     return math.nan
@@ -248,11 +252,11 @@ def log1pexp(x):
     overflows (x = 800 gives 800, x = -800 gives exp(-800) = 0).
     """
     if x <= -37.0:
-        return math.exp(x)
+        return vmath.exp(x)
     if x <= 18.0:
-        return math.log1p(math.exp(x))
+        return vmath.log1p(vmath.exp(x))
     if x <= 33.3:
-        return x + math.exp(-x)
+        return x + vmath.exp(-x)
     return x
 
 
@@ -266,11 +270,11 @@ def log1mexp(x):
     """
     if x > -LOG_2:
         if x < 0.0:
-            return math.log(-math.expm1(x))
+            return vmath.log(-math.expm1(x))
         if x == 0.0:
             return -math.inf
         return math.nan
-    return math.log1p(-math.exp(x))
+    return vmath.log1p(-vmath.exp(x))
 
 
 @register_jitable
@@ -279,8 +283,8 @@ def logaddexp(a, b):
     if a == b:  # covers a == b == +-inf, where a - b would be NaN
         return a + LOG_2
     if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
+        return a + vmath.log1p(vmath.exp(b - a))
+    return b + vmath.log1p(vmath.exp(a - b))
 
 
 @register_jitable
@@ -308,8 +312,8 @@ def logistic(x):
     exp(-700)).
     """
     if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
+        return 1.0 / (1.0 + vmath.exp(-x))
+    e = vmath.exp(x)
     return e / (1.0 + e)
 
 
@@ -330,7 +334,7 @@ def logit(p):
     if 0.25 <= p <= 0.75:
         return 2.0 * math.atanh(2.0 * p - 1.0)
     if 0.0 < p < 1.0:
-        return math.log(p / (1.0 - p))
+        return vmath.log(p / (1.0 - p))
     if p == 0.0:
         return -math.inf
     if p == 1.0:
@@ -357,7 +361,7 @@ def log1pmx(x):
             s = w2 * (1.0 / (2 * k + 1) + s)
         return 2.0 * w * s - x * x / (2.0 + x)
     if -1.0 < x < math.inf:
-        return math.log1p(x) - x
+        return vmath.log1p(x) - x
     if x == -1.0 or x == math.inf:
         return -math.inf
     return math.nan
@@ -377,7 +381,7 @@ def logmxp1(y):
     if abs(t) <= 0.5:
         return log1pmx(t)
     if 0.0 < y < math.inf:
-        return math.log(y) - t
+        return vmath.log(y) - t
     if y == 0.0 or y == math.inf:
         return -math.inf
     return math.nan
@@ -396,8 +400,8 @@ def log1p_ratio(a, b):
         return math.nan
     r = a / b
     if r < 1e300:
-        return math.log1p(r)
-    return math.log(a) - math.log(b)
+        return vmath.log1p(r)
+    return vmath.log(a) - vmath.log(b)
 
 
 @register_jitable
@@ -414,8 +418,8 @@ def log_ratio(a, b):
     if a > 0.0 and b > 0.0:
         ratio = a / b
         if 1e-300 < ratio < 1e300:
-            return math.log(ratio)
-        return math.log(a) - math.log(b)
+            return vmath.log(ratio)
+        return vmath.log(a) - vmath.log(b)
     if a == 0.0 and b > 0.0:
         return -math.inf
     if b == 0.0 and a > 0.0:
@@ -436,10 +440,10 @@ def log1p_square(t):
     """
     if abs(t) <= 1.0:
         s = t * t
-        return math.log1p(s), t / (1.0 + s), s / (1.0 + s)
+        return vmath.log1p(s), t / (1.0 + s), s / (1.0 + s)
     v = 1.0 / t
     w = v * v
-    return 2.0 * math.log(abs(t)) + math.log1p(w), v / (1.0 + w), 1.0 / (1.0 + w)
+    return 2.0 * vmath.log(abs(t)) + vmath.log1p(w), v / (1.0 + w), 1.0 / (1.0 + w)
 
 
 # --------------------------------------------------- gamma function family
@@ -475,7 +479,7 @@ def _digamma_positive(x):
         acc += 1.0 / y
         y += 1.0
     z = 1.0 / (y * y)
-    return math.log(y) - 0.5 / y - z * _polyval(_DIGAMMA_ASYMPTOTIC, z) - acc
+    return vmath.log(y) - 0.5 / y - z * _polyval(_DIGAMMA_ASYMPTOTIC, z) - acc
 
 
 @register_jitable
@@ -550,7 +554,7 @@ def lgamma_stirling_diff(x):
     if x >= 10.0:
         return _polyval(_STIRLING, 1.0 / (x * x)) / x
     if x > 0.0:
-        return math.lgamma(x) - ((x - 0.5) * math.log(x) - x + LOG_SQRT_2PI)
+        return math.lgamma(x) - ((x - 0.5) * vmath.log(x) - x + LOG_SQRT_2PI)
     return math.nan
 
 
@@ -586,11 +590,11 @@ def _log_rising_stirling(a, n):
     for y > 1 they are not, so that a (log1p(y) - y) cannot overflow.
     """
     y = n / a
-    lp = math.log1p(y)
+    lp = vmath.log1p(y)
     delta = _stirling_diff_delta(a, y)
     if y <= 1.0:
-        return a * log1pmx(y) - 0.5 * lp + n * (math.log(a) + lp) + delta
-    return (a - 0.5) * lp + n * (math.log(a) + lp - 1.0) + delta
+        return a * log1pmx(y) - 0.5 * lp + n * (vmath.log(a) + lp) + delta
+    return (a - 0.5) * lp + n * (vmath.log(a) + lp - 1.0) + delta
 
 
 @register_jitable
@@ -639,7 +643,7 @@ def _digamma_diff_asymptotic(a, n):
         s += c * p * d
         p *= w
         d = q * q * d + e
-    return math.log1p(y) + 0.5 * y * q / a - s
+    return vmath.log1p(y) + 0.5 * y * q / a - s
 
 
 @register_jitable
@@ -696,8 +700,8 @@ def _lbeta_stirling(a, b):
     """
     corr = (lgamma_stirling_diff(a) + lgamma_stirling_diff(b)
             - lgamma_stirling_diff(a + b))
-    return (LOG_SQRT_2PI - 0.5 * math.log(b) - (a - 0.5) * math.log1p(b / a)
-            - b * math.log1p(a / b) + corr)
+    return (LOG_SQRT_2PI - 0.5 * vmath.log(b) - (a - 0.5) * vmath.log1p(b / a)
+            - b * vmath.log1p(a / b) + corr)
 
 
 @register_jitable
@@ -744,7 +748,7 @@ def lchoose(n, k):
         return 0.0
     if n == math.inf:
         return math.inf
-    return -math.log1p(n) - lbeta(n - k + 1.0, k + 1.0)
+    return -vmath.log1p(n) - lbeta(n - k + 1.0, k + 1.0)
 
 
 # ------------------------------------------------------- normal distribution
@@ -767,7 +771,7 @@ def ndtr(x):
     p = 0.5 * math.erfc(z)
     if 0.5 < z < 28.0:  # only where it matters, and the split is finite
         dz = _product_error(v, _SQRT1_2) + v * _SQRT1_2_LO  # v/sqrt(2) - z
-        p -= dz * _INV_SQRT_PI * math.exp(-z * z)
+        p -= dz * _INV_SQRT_PI * vmath.exp(-z * z)
     return p
 
 
@@ -796,11 +800,11 @@ def log_ndtr(x):
     -804.608...). Relative error ~1e-15.
     """
     if x > 0.0:
-        return math.log1p(-ndtr(-x))
+        return vmath.log1p(-ndtr(-x))
     if x > -20.0:
-        return math.log(ndtr(x))
+        return vmath.log(ndtr(x))
     t = _ndtr_tail_series(1.0 / (x * x))
-    return -0.5 * x * x - math.log(-x) - LOG_SQRT_2PI + math.log1p(t)
+    return -0.5 * x * x - vmath.log(-x) - LOG_SQRT_2PI + vmath.log1p(t)
 
 
 @register_jitable
@@ -853,8 +857,8 @@ def log_diff_ndtr(a, b):
     if b > 0.0:
         tails = ndtr(a) + ndtr(-b)
         if tails < 0.5:
-            return math.log1p(-tails)
-        return math.log(0.5 * (math.erf(b * _SQRT1_2) + math.erf(-a * _SQRT1_2)))
+            return vmath.log1p(-tails)
+        return vmath.log(0.5 * (math.erf(b * _SQRT1_2) + math.erf(-a * _SQRT1_2)))
     lb = log_ndtr(b)
     if b - a > 1.0:
         return logsubexp(lb, log_ndtr(a))
@@ -898,11 +902,11 @@ def log_i0(x):
     ax = abs(x)
     if ax <= 8.0:
         s0, s1 = _i0_i1_series(ax)
-        return math.log1p(s0)
+        return vmath.log1p(s0)
     if ax == math.inf:
         return math.inf
     g = _chebyshev(_I0E_CHEB, 16.0 / ax - 1.0)
-    return ax - 0.5 * math.log(ax) + math.log(g)
+    return ax - 0.5 * vmath.log(ax) + vmath.log(g)
 
 
 @register_jitable
@@ -962,7 +966,7 @@ def log_i0e(x):
     if ax < _BESSEL_ASYMPTOTIC_FROM:
         return log_i0(ax) - ax
     s0_minus_1, _ = _i0_i1_asymptotic(ax)
-    return math.log1p(s0_minus_1) - 0.5 * math.log(ax) - LOG_SQRT_2PI
+    return vmath.log1p(s0_minus_1) - 0.5 * vmath.log(ax) - LOG_SQRT_2PI
 
 
 @register_jitable

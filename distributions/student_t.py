@@ -14,6 +14,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -53,13 +54,13 @@ def logpdf(x, df, loc, scale):
         return -math.inf
     # lgamma((df+1)/2) - lgamma(df/2) as a rising factorial: both lgammas are
     # about (df/2) log(df/2) and would cancel catastrophically for huge df.
-    log_norm = log_rising_factorial(0.5 * df, 0.5) - 0.5 * math.log(df)
+    log_norm = log_rising_factorial(0.5 * df, 0.5) - 0.5 * vmath.log(df)
     # z^2 / df = t^2 with t = z / sqrt(df), so the log1p never overflows.
     log1p_t2 = log1p_square((x - loc) / scale / math.sqrt(df))[0]
-    return log_norm - LOG_SQRT_PI - math.log(scale) - 0.5 * (df + 1.0) * log1p_t2
+    return log_norm - LOG_SQRT_PI - vmath.log(scale) - 0.5 * (df + 1.0) * log1p_t2
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, df, loc, scale, keep):
     """``(lp, d_x, d_df, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, df, loc, scale):
@@ -74,12 +75,12 @@ def logpdf_grad(x, df, loc, scale, keep):
         # d/d(df) [lgamma((df+1)/2) - lgamma(df/2) - log(df)/2]
         #   = (psi(df/2 + 1/2) - psi(df/2)) / 2 - 1 / (2 df), of order 1/df^2:
         # the cancelling 1/(2 df) is taken out inside half_step_digamma_excess.
-        lp += log_rising_factorial(0.5 * df, 0.5) - 0.5 * math.log(df)
+        lp += log_rising_factorial(0.5 * df, 0.5) - 0.5 * vmath.log(df)
         d_df = 0.5 * half_step_digamma_excess(0.5 * df)
     if keep[1]:
         lp -= LOG_SQRT_PI
     if keep[2]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale = -inv_scale
     if keep[3]:
         # With t = z / sqrt(df), L = log(1 + t^2), r = t / (1 + t^2), q = t r:

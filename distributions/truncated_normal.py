@@ -17,6 +17,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import greater_than, interval, positive, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -60,9 +61,9 @@ def _log_mass(a, b, width):
     if gap >= 1.0:
         return log_diff_ndtr(a, b)
     if gap > 0.0:
-        return log_diff_ndtr(a, b) + math.log1p((width - gap) / gap)
+        return log_diff_ndtr(a, b) + vmath.log1p((width - gap) / gap)
     if gap == 0.0 and width > 0.0:
-        return -0.5 * a * a - LOG_SQRT_2PI + math.log(width)
+        return -0.5 * a * a - LOG_SQRT_2PI + vmath.log(width)
     return -math.inf
 
 
@@ -73,7 +74,7 @@ def _density_over_mass(t, log_mass):
     The exponent is capped where exp overflows (plain Python's math.exp
     raises); it gets there only for an interval narrower than ~1e-308 scales.
     """
-    return math.exp(min(-0.5 * t * t - LOG_SQRT_2PI - log_mass, LOG_FLOAT_MAX))
+    return vmath.exp(min(-0.5 * t * t - LOG_SQRT_2PI - log_mass, LOG_FLOAT_MAX))
 
 
 @register_jitable
@@ -118,10 +119,10 @@ def logpdf(x, loc, scale, lower, upper):
     if log_mass == -math.inf:  # the interval's mass underflows: reject the point
         return -math.inf
     z = (x - loc) / scale
-    return -0.5 * z * z - math.log(scale) - LOG_SQRT_2PI - log_mass
+    return -0.5 * z * z - vmath.log(scale) - LOG_SQRT_2PI - log_mass
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, loc, scale, lower, upper, keep):
     """``(lp, d_x, d_loc, d_scale, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale, lower, upper):
@@ -140,7 +141,7 @@ def logpdf_grad(x, loc, scale, lower, upper, keep):
         d_loc = -d_x
         d_scale = z * z * inv_scale
     if keep[1]:
-        lp -= math.log(scale)
+        lp -= vmath.log(scale)
         d_scale -= inv_scale
     if keep[2]:
         lp -= LOG_SQRT_2PI

@@ -12,6 +12,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import greater_than, interval, real
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -31,9 +32,9 @@ def _log_width(lower, upper):
     overflows (lower = -1e308, upper = 1e308): then both bounds are halved first."""
     if -_HALF_MAX < lower and upper < _HALF_MAX:  # then upper - lower <= the largest float
         width = upper - lower
-        return math.log(width), 1.0 / width
+        return vmath.log(width), 1.0 / width
     half = 0.5 * upper - 0.5 * lower
-    return math.log(half) + LOG_2, 0.5 / half
+    return vmath.log(half) + LOG_2, 0.5 / half
 
 
 @register_jitable
@@ -44,7 +45,7 @@ def logpdf(x, lower, upper):
     return -_log_width(lower, upper)[0]
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, lower, upper, keep):
     """``(lp, d_x = 0, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``.
 

@@ -20,6 +20,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -43,10 +44,10 @@ def logpdf(x, concentration, scale):
     v = concentration * log_ratio(x, scale)
     if not (-math.inf < v <= _V_MAX):
         return -math.inf
-    return math.log(concentration) - math.log(x) + (v - math.exp(v))
+    return vmath.log(concentration) - vmath.log(x) + (v - vmath.exp(v))
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, concentration, scale, keep):
     """``(lp, d_x, d_concentration, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, scale):
@@ -60,13 +61,13 @@ def logpdf_grad(x, concentration, scale, keep):
     d_k = 0.0
     d_s = 0.0
     if keep[0]:
-        lp = math.log(concentration)
+        lp = vmath.log(concentration)
         d_k = 1.0 / concentration
     if keep[1]:
-        lp -= math.log(x)
+        lp -= vmath.log(x)
         d_x = -1.0 / x
     if keep[2]:
-        w = math.exp(v)
+        w = vmath.exp(v)
         lp += v - w
         # d(v - w) = (1 - w) dv, and 1 - w = -expm1(v) is exact near the mode.
         one_minus_w = -math.expm1(v)

@@ -15,6 +15,7 @@ import math
 
 from numba.extending import register_jitable
 
+from distributions import vmath
 from distributions.constraints import nonnegative_integer, positive, unit_interval
 from distributions.frozen import Distribution
 from distributions.spec import Param, Spec, Summand
@@ -44,10 +45,10 @@ def _log_p0(zi, rate):
     """
     t = (1.0 - zi) * math.expm1(-rate)
     if t > -0.5:
-        return math.log1p(t)
+        return vmath.log1p(t)
     if zi == 0.0:
         return -rate
-    return logaddexp(math.log(zi), math.log1p(-zi) - rate)
+    return logaddexp(vmath.log(zi), vmath.log1p(-zi) - rate)
 
 
 @register_jitable
@@ -57,10 +58,10 @@ def logpdf(x, zi, rate):
         return -math.inf
     if x == 0.0:
         return _log_p0(zi, rate)
-    return math.log1p(-zi) + x * math.log(rate) - rate - math.lgamma(x + 1.0)
+    return vmath.log1p(-zi) + x * vmath.log(rate) - rate - math.lgamma(x + 1.0)
 
 
-@register_jitable
+@register_jitable(inline="always")
 def logpdf_grad(x, zi, rate, keep):
     """``(lp, d_x = 0, d_zi, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, zi, rate):
@@ -77,10 +78,10 @@ def logpdf_grad(x, zi, rate, keep):
         # rate > 709, where the true partial exceeds the float range: inf.
         lp0 = _log_p0(zi, rate)
         lp += lp0
-        d_zi = -math.expm1(-rate) * math.exp(-lp0) if -lp0 <= LOG_FLOAT_MAX else math.inf
-        d_rate = -(1.0 - zi) * math.exp(-rate - lp0)
+        d_zi = -math.expm1(-rate) * vmath.exp(-lp0) if -lp0 <= LOG_FLOAT_MAX else math.inf
+        d_rate = -(1.0 - zi) * vmath.exp(-rate - lp0)
     elif keep[1]:
-        lp += math.log1p(-zi) + x * math.log(rate) - rate
+        lp += vmath.log1p(-zi) + x * vmath.log(rate) - rate
         d_zi = -1.0 / (1.0 - zi)
         d_rate = x / rate - 1.0
     if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
