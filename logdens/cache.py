@@ -44,7 +44,7 @@ def key(source, called_modules):
     h = hashlib.sha256(source.encode())
     versions = f"{logdens.__version__}|{numba.__version__}|{sys.version}"
     h.update(versions.encode())
-    for name in sorted(set(called_modules) | {"distributions.special"}):
+    for name in sorted(set(called_modules) | {"distributions.special", "distributions.vmath"}):
         h.update(_file_hash(name).encode())
     return h.hexdigest()[:24]
 

@@ -24,7 +24,7 @@ BLOCK = 256  # rows per block of a row-aligned matrix product: the block of X st
 
 # Elementwise forward rules: op -> value template over child variables.
 UNARY_VALUE = {
-    "neg": "-{0}", "exp": "math.exp({0})", "log": "math.log({0})", "log1p": "math.log1p({0})",
+    "neg": "-{0}", "exp": "vmath.exp({0})", "log": "vmath.log({0})", "log1p": "vmath.log1p({0})",
     "expm1": "math.expm1({0})", "sqrt": "math.sqrt({0})", "square": "{0} * {0}",
     "abs": "abs({0})", "logistic": "special.logistic({0})", "logit": "special.logit({0})",
     "log_logistic": "special.log_logistic({0})", "softplus": "special.log1pexp({0})",
@@ -39,7 +39,7 @@ UNARY_DERIVATIVE = {
     "logit": "1.0 / ({0} * (1.0 - {0}))", "log_logistic": "special.logistic(-{0})",
     "softplus": "special.logistic({0})", "tanh": "(1.0 - {v} * {v})",
     "lgamma": "special.digamma({0})", "digamma": "special.trigamma({0})",
-    "erf": "1.1283791670955126 * math.exp(-{0} * {0})",
+    "erf": "1.1283791670955126 * vmath.exp(-{0} * {0})",
 }
 BINARY_VALUE = {
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
@@ -48,8 +48,8 @@ BINARY_VALUE = {
 # (d value / d left, d value / d right) in terms of {0}, {1} and the value {v}.
 BINARY_DERIVATIVE = {
     "add": ("1.0", "1.0"), "sub": ("1.0", "-1.0"), "mul": ("{1}", "{0}"),
-    "div": ("1.0 / {1}", "-{v} / {1}"), "pow": ("{1} * {0} ** ({1} - 1.0)", "{v} * math.log({0})"),
-    "logaddexp": ("math.exp({0} - {v})", "math.exp({1} - {v})"),
+    "div": ("1.0 / {1}", "-{v} / {1}"), "pow": ("{1} * {0} ** ({1} - 1.0)", "{v} * vmath.log({0})"),
+    "logaddexp": ("vmath.exp({0} - {v})", "vmath.exp({1} - {v})"),
 }
 
 
@@ -82,6 +82,7 @@ class Lowering:
 
     def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
+        self.blockable, self.gathered_index = False, {}
         self.serial_target, self.chunks = target, chunks
         self.uses_bufs = False  # whether a chunked term wrote to private gradient rows
         self.lp = "lp"
@@ -125,6 +126,8 @@ class Lowering:
             x, dx = p.transform.emit(block.forward, u, var)
             block.forward.append(f"{var} = {x}  # {node.name}")
             return lambda a, b: [f"{self.target(p.offset, self.row)} += {a} * {dx}"]
+        if index in self.gathered_index:
+            return self._gathered_param(node, p, var, block, index)
         if p.transform.event:
             block.forward.append(f"{var} = w_{node.name}[{index}]  # {node.name}[{index}]")
             return lambda a, b: [f"aw_{node.name}[{index}] += {a}"]
@@ -137,8 +140,33 @@ class Lowering:
 
     def _value_Data(self, node, var, block, outer, index):
         name = self.layout.data_name(node)
+        if index in self.gathered_index:
+            buffer = f"g{var[1:]}"
+            self.gathered.append((buffer, f"d_{name}[{self.gathered_index[index]}]", None))
+            block.forward.append(f"{var} = {buffer}[{block.index} - b0]  # {name}[{index}]")
+            return
         element = "0" if node.shape == () else index
         block.forward.append(f"{var} = d_{name}[{element}]  # {name}")
+
+    def _gathered_param(self, node, p, var, block, index):
+        """``node[k]`` with ``k`` read from an index array at the row: gathered into
+        a buffer before the block's rows, its adjoints scattered after them."""
+        at = self.gathered_index[index]
+        buffer = f"g{var[1:]}"
+        col = f"{p.offset} + {at}" if p.offset else at
+        if p.transform.identity:
+            load, sink = f"theta[{col}]", f"grad[{col}] += "
+        elif p.transform.event:
+            load, sink = f"w_{node.name}[{at}]", f"aw_{node.name}[{at}] += "
+        else:
+            load, sink = f"w_{node.name}[{at}]", f"grad[{col}] += dw_{node.name}[{at}] * "
+        self.gathered.append((buffer, load, sink if self.gradient else None))
+        block.forward.append(f"{var} = {buffer}[{block.index} - b0]  # {node.name}[{index}]")
+        return lambda a, b: [f"a{buffer}[{block.index} - b0] += {a}"]
+
+    def _row_aligned(self, block, index):
+        """Whether ``index`` is the row of a term loop that runs in blocks."""
+        return self.blockable and block is self.term_loop and index == block.index
 
     def _value_Unary(self, node, var, block, outer, index):
         child = self.value(node.children[0], block, outer, index)
@@ -160,6 +188,8 @@ class Lowering:
         source, idx = node.children
         k = self.fresh("k")
         block.forward.append(f"{k} = i_{self.layout.data_name(idx)}[{index}]")
+        if self._row_aligned(block, index):
+            self.gathered_index[k] = f"i_{self.layout.data_name(idx)}[b0 + r]"
         child = self.value(source, block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(source, child, a, b)
@@ -175,7 +205,7 @@ class Lowering:
         matrix, vector = node.children
         p = self.layout.params[vector.name]
         X = f"d_{self.layout.data_name(matrix)}"
-        if self.blockable and block is self.term_loop and index == block.index:
+        if self._row_aligned(block, index):
             # Row-aligned with the term's loop: computed a block of rows at a
             # time by BLAS (see _blocks), read here from the block's buffer.
             buffer = f"eta{var[1:]}"
@@ -255,6 +285,7 @@ class Lowering:
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
         self.row, self.term_loop, self.blocked = loop.index, loop, []
+        self.gathered, self.gathered_index = [], {}
         self.blockable = not (self.per_row or chunked)
         result = self._term_value(term, keep, loop, outer, mode)
         head = [f"# term {term.name!r}: {self._describe(term)}"]
@@ -262,7 +293,7 @@ class Lowering:
             return head + outer.forward + self._blocks(loop, loop.forward)
         self._seed(term, result, loop)
         inner = loop.forward + self._adjoint_inits(loop) + self._reverse(loop)
-        if self.blocked:
+        if self.blocked or self.gathered:
             return head + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner) + self._reverse(outer)
         if self.per_row:  # scalar and vector-transform adjoints flushed into each row
             events = [p for p in self.layout.params.values() if p.transform.event]
@@ -278,16 +309,30 @@ class Lowering:
         return lines
 
     def _blocks(self, loop, inner):
-        """The term's loop, in blocks of ``BLOCK`` rows when it holds row-aligned ``X @ beta``.
+        """The term's loop, in blocks of ``BLOCK`` rows when it holds row-aligned
+        ``X @ beta`` or gathers ``a[idx]``.
 
         Per block, ``X[b0:b1] @ beta`` goes into a small buffer before the rows
         are visited, and ``X[b0:b1].T @ adjoints`` into the gradient after.
         Both run down the contiguous columns of X (stored transposed), so they
-        vectorize; no array of the data's length is made.
+        vectorize. Gathered values are copied into buffers before the rows and
+        their adjoints scattered after: the loop over the rows then reads and
+        writes only at its own index, so it vectorizes too. No array of the
+        data's length is made.
         """
-        if not self.blocked:
+        if not (self.blocked or self.gathered):
             return [f"for {loop.index} in range({loop.length}):"] + indent(inner)
         before, start, finish = [], [], []
+        fill, scatter = [], []
+        for buffer, load, sink in self.gathered:
+            before.append(f"{buffer} = np.empty({BLOCK})")
+            fill.append(f"{buffer}[r] = {load}")
+            if sink is not None:
+                before.append(f"a{buffer} = np.empty({BLOCK})")
+                fill.append(f"a{buffer}[r] = 0.0")
+                scatter.append(f"{sink}a{buffer}[r]")
+        start += ["for r in range(b1 - b0):"] + indent(fill) if fill else []
+        finish += ["for r in range(b1 - b0):"] + indent(scatter) if scatter else []
         for buffer, X, p in self.blocked:
             vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
             before += [f"{buffer} = np.empty({BLOCK})", f"v{buffer} = {vector}"]

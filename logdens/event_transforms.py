@@ -15,16 +15,16 @@ import numpy as np
 from numba.extending import register_jitable
 from scipy import special as sp
 
-from distributions import special
+from distributions import special, vmath
 
 
 @register_jitable
 def ordered_forward(theta, offset, w, positive):
     """x_0 = u_0 (exp(u_0) if ``positive``), x_k = x_{k-1} + exp(u_k); returns log|J|."""
     log_j = theta[offset] if positive else 0.0
-    w[0] = math.exp(theta[offset]) if positive else theta[offset]
+    w[0] = vmath.exp(theta[offset]) if positive else theta[offset]
     for k in range(1, w.size):
-        w[k] = w[k - 1] + math.exp(theta[offset + k])
+        w[k] = w[k - 1] + vmath.exp(theta[offset + k])
         log_j += theta[offset + k]
     return log_j
 
@@ -40,7 +40,7 @@ def ordered_reverse(theta, offset, w, aw, target, jacobian, positive):
     for k in range(w.size - 1, -1, -1):
         tail += aw[k]
         if k > 0 or positive:
-            target[offset + k] += tail * math.exp(theta[offset + k]) + jacobian
+            target[offset + k] += tail * vmath.exp(theta[offset + k]) + jacobian
         else:
             target[offset] += tail
 
@@ -55,10 +55,10 @@ def simplex_forward(theta, offset, w):
     size = w.size
     stick, log_j = 1.0, 0.0
     for k in range(size - 1):
-        y = theta[offset + k] - math.log(size - k - 1.0)
+        y = theta[offset + k] - vmath.log(size - k - 1.0)
         z = special.logistic(y)
         w[k] = stick * z
-        log_j += special.log_logistic(y) + special.log_logistic(-y) + math.log(stick)
+        log_j += special.log_logistic(y) + special.log_logistic(-y) + vmath.log(stick)
         stick -= w[k]
     w[size - 1] = stick
     return log_j

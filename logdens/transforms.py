@@ -71,7 +71,7 @@ class LowerBound(Transform):
         return np.asarray(u, dtype=float)
 
     def emit(self, lines, u, name):
-        lines.append(f"dx_{name} = math.exp({u})")
+        lines.append(f"dx_{name} = vmath.exp({u})")
         lines.append(f"x_{name} = {self.lower!r} + dx_{name}")
         return f"x_{name}", f"dx_{name}"
 
@@ -95,7 +95,7 @@ class UpperBound(Transform):
         return np.asarray(u, dtype=float)
 
     def emit(self, lines, u, name):
-        lines.append(f"dx_{name} = -math.exp({u})")
+        lines.append(f"dx_{name} = -vmath.exp({u})")
         lines.append(f"x_{name} = {self.upper!r} + dx_{name}")
         return f"x_{name}", f"dx_{name}"
 
