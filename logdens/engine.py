@@ -179,7 +179,10 @@ def _gradient_functions(model, layout):
                          + terms + merge + _jacobian(layout, True) + ENDING,
                          decorator=JIT.replace("numba.njit(", "numba.njit(parallel=True, "))
     out += _function("def logp_grad(theta, grad, fdata, idata):",
-                     ["return core(theta, grad, fdata, idata, True)"],
+                     ["# A run-time True: a literal would compile a second `core` (for the literal)",
+                      "# besides the one Python's calls and `batch` use.",
+                      "jacobian = theta.size >= 0",
+                      "return core(theta, grad, fdata, idata, jacobian)"],
                      decorator=JIT.replace("numba.njit(", f"numba.njit({SIGNATURE}, "))
     out += _function("def batch(thetas, lps, grads, fdata, idata, jacobian):",
                      ["for k in range(thetas.shape[0]):",

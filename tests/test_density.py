@@ -123,6 +123,17 @@ def test_out_argument_is_filled_in_place(hierarchical):
     assert grad is out
 
 
+def test_one_compiled_core_serves_python_batch_and_the_numba_entry(tmp_path):
+    """``logp_grad`` (compiled at load), Python's calls and ``batch`` share one ``core``
+    (a fresh cache directory: loaded from numba's cache, ``core`` is not listed)."""
+    density = hierarchical_model().compile(cache_dir=str(tmp_path))
+    theta = theta0(density)
+    density.log_density_gradient(theta)
+    density.log_density_gradient(theta, jacobian=False)
+    density.log_density_gradient_batch(np.stack([theta, theta]))
+    assert len(density._module.core.signatures) == 1
+
+
 def test_set_data_with_a_new_size_does_not_recompile(hierarchical):
     density = hierarchical_model().compile()
     core = density._module.core
