@@ -83,6 +83,9 @@ class Lowering:
     def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
         self.blockable, self.gathered_index = False, {}
+        # Vector parameters whose gradient entries a term assigns instead of
+        # adding to (see ``assign_first``), and those assigned so far.
+        self.assign_first, self.assigning, self.assigned = False, set(), set()
         self.serial_target, self.chunks = target, chunks
         self.uses_bufs = False  # whether a chunked term wrote to private gradient rows
         self.lp = "lp"
@@ -132,11 +135,12 @@ class Lowering:
             block.forward.append(f"{var} = w_{node.name}[{index}]  # {node.name}[{index}]")
             return lambda a, b: [f"aw_{node.name}[{index}] += {a}"]
         col = f"{p.offset} + {index}" if p.offset else index
+        op = "=" if node.name in self.assigning else "+="  # the first writer of these entries
         if p.transform.identity:
             block.forward.append(f"{var} = theta[{col}]  # {node.name}[{index}]")
-            return lambda a, b: [f"{self.target(col, self.row)} += {a}"]
+            return lambda a, b: [f"{self.target(col, self.row)} {op} {a}"]
         block.forward.append(f"{var} = w_{node.name}[{index}]  # {node.name}[{index}]")
-        return lambda a, b: [f"{self.target(col, self.row)} += {a} * dw_{node.name}[{index}]"]
+        return lambda a, b: [f"{self.target(col, self.row)} {op} {a} * dw_{node.name}[{index}]"]
 
     def _value_Data(self, node, var, block, outer, index):
         name = self.layout.data_name(node)
@@ -286,6 +290,9 @@ class Lowering:
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
         self.row, self.term_loop, self.blocked = loop.index, loop, []
         self.gathered, self.gathered_index = [], {}
+        if self.assign_first and not (self.per_row or chunked):
+            self.assigning = self._row_only_params(term) - self.assigned
+            self.assigned |= self.assigning
         self.blockable = not (self.per_row or chunked)
         result = self._term_value(term, keep, loop, outer, mode)
         head = [f"# term {term.name!r}: {self._describe(term)}"]
@@ -352,6 +359,23 @@ class Lowering:
         return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
             [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + start
             + [f"for {loop.index} in range(b0, b1):"] + indent(inner) + finish)
+
+    def _row_only_params(self, term):
+        """Vector parameters ``term`` reads only element by element at its own row
+        (not through a gather, slice, matrix product or sum). Plate lengths are
+        checked equal, so its loop writes each of their gradient entries once."""
+        direct, other = set(), set()
+
+        def walk(node, at_row):
+            if isinstance(node, ex.Param) and node.shape != ():
+                (direct if at_row and not self.layout.params[node.name].transform.event else other).add(node.name)
+            nested = at_row and not isinstance(node, (ex.Gather, ex.Slice, ex.MatVec, ex.Sum))
+            for child in node.children:
+                walk(child, nested)
+
+        for arg in term.args:
+            walk(arg, True)
+        return direct - other
 
     def _chunk_target(self, col, row):
         """Gradient entry written by a chunk: elements at the loop's own index are

@@ -161,12 +161,30 @@ def _header(model, layout):
             + imports + ["", ""])
 
 
+def _zero_unassigned(layout, assigned):
+    """Lines zeroing the gradient, except the entries a term assigns before anything
+    adds to them: one pass less over a long parameter vector's gradient."""
+    spans = []
+    for p in layout.params.values():
+        if p.name in assigned:
+            continue
+        if spans and spans[-1][1] == p.offset:
+            spans[-1][1] = p.offset + p.size
+        else:
+            spans.append([p.offset, p.offset + p.size])
+    if spans == [[0, layout.dim]]:
+        return ["grad[:] = 0.0"]
+    return [f"grad[{a}:{b}] = 0.0" for a, b in spans if b > a]
+
+
 def _gradient_functions(model, layout):
     """``core``, ``core_parallel`` (when possible), ``logp_grad`` and ``batch``."""
     prologue = layout.prologue() + _materialize(layout, gradient=True)
     grad = Lowering(layout, gradient=True, target=_grad_target)
+    grad.assign_first = True
+    terms = _terms(grad, model)
     out = _function("def core(theta, grad, fdata, idata, jacobian):",
-                    prologue + ["grad[:] = 0.0", "lp = 0.0"] + _terms(grad, model)
+                    prologue + _zero_unassigned(layout, grad.assigned) + ["lp = 0.0"] + terms
                     + _event_reverse(layout) + _jacobian(layout, True) + ENDING)
     if not any(p.transform.event for p in layout.params.values()):
         chunked = Lowering(layout, gradient=True, target=_grad_target, chunks=CHUNKS)
