@@ -17,10 +17,17 @@ echoing the source node), ``d_<name>`` data arrays, ``i_<name>`` index
 arrays, ``n_<name>`` data lengths, all names validated identifiers.
 """
 
+import re
+
 from logdens import expr as ex
 from logdens.layout import module_alias
 
 BLOCK = 256  # rows per block of a row-aligned matrix product: the block of X stays in cache
+# ``array[<<row:offset:i>>]``: element ``offset + i`` of ``array`` at the row ``i`` of a
+# term loop, and ``<<global:i>>`` the row's index in the plate; ``Lowering._resolve``
+# writes them out once it knows whether the loop runs in blocks.
+ROW_ELEMENT = re.compile(r"(\w+)\[<<row:(\d+):(\w+)>>\]")
+GLOBAL_ROW = re.compile(r"<<global:(\w+)>>")
 
 # Elementwise forward rules: op -> value template over child variables.
 UNARY_VALUE = {
@@ -131,25 +138,26 @@ class Lowering:
             return lambda a, b: [f"{self.target(p.offset, self.row)} += {a} * {dx}"]
         if index in self.gathered_index:
             return self._gathered_param(node, p, var, block, index)
+        at = self._at_row(block, index)
         if p.transform.event:
-            block.forward.append(f"{var} = w_{node.name}[{index}]  # {node.name}[{index}]")
-            return lambda a, b: [f"aw_{node.name}[{index}] += {a}"]
-        col = f"{p.offset} + {index}" if p.offset else index
+            block.forward.append(f"{var} = w_{node.name}[{at}]  # {node.name}[{index}]")
+            return lambda a, b: [f"aw_{node.name}[{at}] += {a}"]
+        col = self._at_row(block, index, p.offset)
         op = "=" if node.name in self.assigning else "+="  # the first writer of these entries
         if p.transform.identity:
             block.forward.append(f"{var} = theta[{col}]  # {node.name}[{index}]")
             return lambda a, b: [f"{self.target(col, self.row)} {op} {a}"]
-        block.forward.append(f"{var} = w_{node.name}[{index}]  # {node.name}[{index}]")
-        return lambda a, b: [f"{self.target(col, self.row)} {op} {a} * dw_{node.name}[{index}]"]
+        block.forward.append(f"{var} = w_{node.name}[{at}]  # {node.name}[{index}]")
+        return lambda a, b: [f"{self.target(col, self.row)} {op} {a} * dw_{node.name}[{at}]"]
 
     def _value_Data(self, node, var, block, outer, index):
         name = self.layout.data_name(node)
         if index in self.gathered_index:
             buffer = f"g{var[1:]}"
             self.gathered.append((buffer, f"d_{name}[{self.gathered_index[index]}]", None))
-            block.forward.append(f"{var} = {buffer}[{block.index} - b0]  # {name}[{index}]")
+            block.forward.append(f"{var} = {buffer}[{block.index}]  # {name}[{index}]")
             return
-        element = "0" if node.shape == () else index
+        element = "0" if node.shape == () else self._at_row(block, index)
         block.forward.append(f"{var} = d_{name}[{element}]  # {name}")
 
     def _gathered_param(self, node, p, var, block, index):
@@ -165,12 +173,37 @@ class Lowering:
         else:
             load, sink = f"w_{node.name}[{at}]", f"grad[{col}] += dw_{node.name}[{at}] * "
         self.gathered.append((buffer, load, sink if self.gradient else None))
-        block.forward.append(f"{var} = {buffer}[{block.index} - b0]  # {node.name}[{index}]")
-        return lambda a, b: [f"a{buffer}[{block.index} - b0] += {a}"]
+        block.forward.append(f"{var} = {buffer}[{block.index}]  # {node.name}[{index}]")
+        return lambda a, b: [f"a{buffer}[{block.index}] += {a}"]
 
     def _row_aligned(self, block, index):
-        """Whether ``index`` is the row of a term loop that runs in blocks."""
+        """Whether ``index`` is the row of a term loop that may run in blocks."""
         return self.blockable and block is self.term_loop and index == block.index
+
+    def _at_row(self, block, index, offset=0):
+        """The subscript of element ``offset + index``; a marker (see ``ROW_ELEMENT``)
+        when ``index`` is the row of a term loop that may run in blocks."""
+        if self._row_aligned(block, index):
+            return f"<<row:{offset}:{index}>>"
+        return f"{offset} + {index}" if offset else index
+
+    def _resolve(self, lines, views):
+        """Write out the row markers: ``array[offset + i]`` in a plain loop
+        (``views`` None), ``array_b<offset>[i]`` in blocks, over a view of the
+        block's rows added to ``views``. In blocks the row index then starts at
+        0: numba wraps negative indices, LLVM cannot tell ``b0 + i`` is not
+        negative and would gather every load (measured: 133 against 98 us on
+        the hierarchical Poisson model)."""
+        def element(match):
+            array, offset, row = match.group(1), int(match.group(2)), match.group(3)
+            if views is None:
+                return f"{array}[{offset} + {row}]" if offset else f"{array}[{row}]"
+            view = f"{array}_b{offset}"
+            views.setdefault(view, f"{array}[{offset} + b0:{offset} + b1]" if offset else f"{array}[b0:b1]")
+            return f"{view}[{row}]"
+
+        plain = r"\1" if views is None else r"(b0 + \1)"
+        return [GLOBAL_ROW.sub(plain, ROW_ELEMENT.sub(element, line)) for line in lines]
 
     def _value_Unary(self, node, var, block, outer, index):
         child = self.value(node.children[0], block, outer, index)
@@ -191,7 +224,7 @@ class Lowering:
     def _value_Gather(self, node, var, block, outer, index):
         source, idx = node.children
         k = self.fresh("k")
-        block.forward.append(f"{k} = i_{self.layout.data_name(idx)}[{index}]")
+        block.forward.append(f"{k} = i_{self.layout.data_name(idx)}[{self._at_row(block, index)}]")
         if self._row_aligned(block, index):
             self.gathered_index[k] = f"i_{self.layout.data_name(idx)}[b0 + r]"
         child = self.value(source, block, outer, k)
@@ -200,7 +233,8 @@ class Lowering:
 
     def _value_Slice(self, node, var, block, outer, index):
         k = self.fresh("k")
-        block.forward.append(f"{k} = {node.start} + {node.step} * {index}")
+        row = f"<<global:{index}>>" if self._row_aligned(block, index) else index
+        block.forward.append(f"{k} = {node.start} + {node.step} * {row}")
         child = self.value(node.children[0], block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(node.children[0], child, a, b)
@@ -214,8 +248,8 @@ class Lowering:
             # time by BLAS (see _blocks), read here from the block's buffer.
             buffer = f"eta{var[1:]}"
             self.blocked.append((buffer, X, p))
-            block.forward.append(f"{var} = {buffer}[{index} - b0]  # {node.label()}")
-            return lambda a, b: [f"a{buffer}[{index} - b0] += {a}"]
+            block.forward.append(f"{var} = {buffer}[{index}]  # {node.label()}")
+            return lambda a, b: [f"a{buffer}[{index}] += {a}"]
         j = self.fresh("j")
         element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{vector.name}[{j}]"
         block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({vector.shape[0]}):",
@@ -309,8 +343,7 @@ class Lowering:
                      + [p.transform.reverse_code(p.offset, p.name, f"out[{loop.index}]", "0.0") for p in events])
             return head + outer.forward + [f"for {loop.index} in range({loop.length}):"] + indent(inner)
         if not chunked:
-            return (head + outer.forward + self._adjoint_inits(outer)
-                    + [f"for {loop.index} in range({loop.length}):"] + indent(inner) + self._reverse(outer))
+            return head + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner) + self._reverse(outer)
         lines = self._chunks(head, outer, loop, inner)
         self.target, self.lp = self.serial_target, "lp"
         return lines
@@ -328,7 +361,9 @@ class Lowering:
         data's length is made.
         """
         if not (self.blocked or self.gathered):
-            return [f"for {loop.index} in range({loop.length}):"] + indent(inner)
+            return [f"for {loop.index} in range({loop.length}):"] + indent(self._resolve(inner, None))
+        views = {}
+        inner = self._resolve(inner, views)
         before, start, finish = [], [], []
         fill, scatter = [], []
         for buffer, load, sink in self.gathered:
@@ -343,8 +378,9 @@ class Lowering:
         for buffer, X, p in self.blocked:
             vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
             before += [f"{buffer} = np.empty({BLOCK})", f"v{buffer} = {vector}"]
+            views.setdefault(f"{X}_b", f"{X}[:, b0:b1]")
             start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.size}):",
-                      f"    for r in range(b1 - b0):", f"        {buffer}[r] += {X}[j, b0 + r] * v{buffer}[j]"]
+                      f"    for r in range(b1 - b0):", f"        {buffer}[r] += {X}_b[j, r] * v{buffer}[j]"]
             if self.gradient:
                 before.append(f"a{buffer} = np.empty({BLOCK})")
                 start.append(f"a{buffer}[:b1 - b0] = 0.0")
@@ -355,10 +391,10 @@ class Lowering:
                 else:
                     sink = f"grad[{p.offset} + j] += dw_{p.name}[j] * "
                 finish += [f"for j in range({p.size}):", "    total = 0.0", "    for r in range(b1 - b0):",
-                           f"        total += {X}[j, b0 + r] * a{buffer}[r]", f"    {sink}total"]
+                           f"        total += {X}_b[j, r] * a{buffer}[r]", f"    {sink}total"]
         return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
-            [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + start
-            + [f"for {loop.index} in range(b0, b1):"] + indent(inner) + finish)
+            [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + [f"{v} = {e}" for v, e in views.items()] + start
+            + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
 
     def _row_only_params(self, term):
         """Vector parameters ``term`` reads only element by element at its own row
@@ -414,7 +450,7 @@ class Lowering:
         args = [self.value(a, loop, outer, loop.index) for a in term.args]
         module = module_alias(term.dist.spec)
         if mode == "pointwise":
-            loop.forward.append(f"out[{loop.index}] = {module}.logpdf({', '.join(args)})")
+            loop.forward.append(f"out[{self._at_row(loop, loop.index)}] = {module}.logpdf({', '.join(args)})")
             return None
         result = self.fresh("r")
         loop.forward.append(f"{result} = {module}.logpdf_grad({', '.join(args)}, {keep!r})")
