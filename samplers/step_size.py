@@ -82,8 +82,9 @@ def _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     """Energy change ``H0 - H`` of one leapfrog step from ``q``, fresh momentum."""
     ends = work.ends
     qn, pn, gn, vn = ends[0, 1], ends[1, 1], ends[2, 1], ends[3, 1]
-    qn[:] = q
-    gn[:] = g
+    for i in range(q.shape[0]):  # a loop: slice assignment compiles slowly
+        qn[i] = q[i]
+        gn[i] = g[i]
     sample_momentum(metric, rng, pn)
     velocity(metric, pn, vn)
     h0 = hamiltonian(lp, pn, vn)
