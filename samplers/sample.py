@@ -55,7 +55,7 @@ def _config(kind, max_treedepth, num_steps, tune, metric, target_accept):
 
 
 def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth,
-            num_steps, metric, init, progress, cores, save_warmup):
+            num_steps, metric, init, progress, cores, save_warmup, log_likelihood):
     _check_counts(draws, tune, chains, max_treedepth)
     log_density = resolve(model)
     dim = int(log_density.dim)
@@ -72,7 +72,7 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
     attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
              "tune": int(tune), "metric": metric, "interrupted": int(res.interrupted)}
     idata = to_datatree(log_density, res.draws, res.stats, tune,
-                        save_warmup or res.n_done <= tune, depth, attrs)
+                        save_warmup or res.n_done <= tune, depth, attrs, log_likelihood)
     if res.interrupted:
         warnings.warn(f"sampling interrupted: {res.n_done} of {tune + draws} iterations "
                       "per chain kept", SamplerWarning, stacklevel=3)
@@ -83,7 +83,7 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
 
 def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
          max_treedepth=10, metric="diag", init=None, progress=True, cores=None,
-         save_warmup=False):
+         save_warmup=False, log_likelihood=True):
     """Sample with the No-U-Turn Sampler and Stan's windowed warmup.
 
     Parameters
@@ -111,6 +111,11 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         Threads; default ``os.cpu_count()``, at most ``chains``.
     save_warmup : bool
         Also return the warmup draws (``warmup_*`` groups).
+    log_likelihood : bool
+        Add the pointwise ``log_likelihood`` group (for LOO and WAIC) when the
+        log density provides it.  Its first evaluation compiles the model's
+        pointwise function, which is most of the first call's overhead on
+        small models.
 
     Returns
     -------
@@ -121,12 +126,13 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         ["interrupted"] == 1``).
     """
     return _sample(model, kernel.NUTS, draws, tune, chains, seed, target_accept,
-                   max_treedepth, 0, metric, init, progress, cores, save_warmup)
+                   max_treedepth, 0, metric, init, progress, cores, save_warmup,
+                   log_likelihood)
 
 
 def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
         target_accept=0.8, metric="diag", init=None, progress=True, cores=None,
-        save_warmup=False):
+        save_warmup=False, log_likelihood=True):
     """Sample with static HMC (``num_steps`` leapfrog steps per draw).
 
     Same warmup and output as :func:`nuts`; the step size is adapted by
@@ -136,4 +142,5 @@ def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
     if num_steps < 1:
         raise ValueError(f"num_steps={num_steps}; must be >= 1")
     return _sample(model, kernel.HMC, draws, tune, chains, seed, target_accept,
-                   1, int(num_steps), metric, init, progress, cores, save_warmup)
+                   1, int(num_steps), metric, init, progress, cores, save_warmup,
+                   log_likelihood)
