@@ -14,11 +14,13 @@ a chain can be run in pieces for the progress bar and Ctrl-C.
 
 import functools
 import math
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit, types
 
+from samplers._cache import source_hash
 from samplers.mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
@@ -31,6 +33,8 @@ from samplers.step_size import (
     dual_averaging_update, find_reasonable_step_size)
 from samplers.trajectory import make_work, nuts_transition
 
+#: Hash of this package's sources: part of numba's cache key of the runners.
+SOURCE_HASH = source_hash(Path(__file__).parent)
 #: Columns of the statistics array, in order.
 STAT_NAMES = ("lp", "acceptance_rate", "step_size", "tree_depth", "n_steps",
               "diverging", "energy", "energy_error")
@@ -72,7 +76,7 @@ class ChainState(NamedTuple):
     wf_m2_dense: np.ndarray
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _install_diag(metric, wf):
     """End of a slow window: install the regularized variances; restart Welford."""
     var = regularize_variance(welford_diag_final(wf), float(wf.n))
@@ -80,7 +84,7 @@ def _install_diag(metric, wf):
     return welford_diag_init(wf.mean, wf.m2)
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _install_dense(metric, wf):
     """End of a slow window: install the regularized covariance; restart Welford.
 
@@ -92,7 +96,7 @@ def _install_dense(metric, wf):
     return welford_dense_init(wf.mean, wf.m2)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _record(it, q, lp, eps, info, draws, stats):
     for i in range(q.shape[0]):
         draws[it, i] = q[i]
@@ -106,7 +110,7 @@ def _record(it, q, lp, eps, info, draws, stats):
     stats[it, 7] = info.energy_error
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def start_adaptation(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     """Stan's start of warmup: the step-size heuristic from ``eps``, and dual
     averaging around ``mu = log(10 eps)`` of the *given* step size.
@@ -126,15 +130,19 @@ def _make_run_chunk(kind, dense):
 
     ``is_nuts`` and ``dense`` are closure constants: numba prunes the branches
     they decide before typing, so a variant compiles only its own transition
-    and metric estimator, and numba's disk cache keys each variant by their
-    values.  The closure refers to no other closure (a captured dispatcher
-    would not pickle the same way in two processes, defeating the cache).
+    and metric estimator.  numba's disk cache keys the closure by the values
+    of its variables: the variant and the hash of the package's sources
+    (:mod:`samplers._cache`).  The closure refers to no other closure (a
+    captured dispatcher would not pickle the same way in two processes,
+    defeating the cache).
     """
     is_nuts = kind == NUTS
+    sources = SOURCE_HASH
 
     def run_chunk(f, fdata, idata, q, g, sc, rng, inv_diag, inv_dense, momentum_factor,
                   dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, in_window,
                   window_end, iconf, fconf, start, stop, draws, stats):
+        sources  # noqa: B018  (a closure variable, so part of the cache key)
         metric = Metric(inv_diag, inv_dense, momentum_factor, dense_flag)
         work = make_work(q.shape[0], max(iconf[MAX_DEPTH], 1))
         da = DualAveragingState(sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X])

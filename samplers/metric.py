@@ -59,7 +59,7 @@ def identity_metric(dim, dense):
     return Metric(np.ones(dim), np.eye(n), np.eye(n), bool(dense))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def velocity(metric, p, out):
     """Write ``M^{-1} p`` into ``out``."""
     dim = p.shape[0]
@@ -75,7 +75,7 @@ def velocity(metric, p, out):
             out[i] = metric.inv_diag[i] * p[i]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def sample_momentum(metric, rng, out):
     """Draw ``out ~ N(0, M)`` with the chain's RNG."""
     dim = out.shape[0]
@@ -94,7 +94,7 @@ def sample_momentum(metric, rng, out):
             out[i] = out[i] / np.sqrt(metric.inv_diag[i])
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def hamiltonian(log_density, p, v):
     """Return ``H = -log_density + p.v / 2`` (``v = M^{-1} p``); NaN becomes inf.
 
@@ -110,14 +110,14 @@ def hamiltonian(log_density, p, v):
     return h
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def set_inverse_metric_diag(metric, var):
     """Install a new diagonal ``M^{-1}`` (a variance vector) in place."""
     for i in range(var.shape[0]):  # loops, not slices: see set_inverse_metric_dense
         metric.inv_diag[i] = var[i]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def cholesky_lower(a, out):
     """Write the lower Cholesky factor of ``a`` into ``out``; False if ``a`` is
     not numerically positive definite (``out`` is then unspecified)."""
@@ -139,7 +139,7 @@ def cholesky_lower(a, out):
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def inverse_transpose_lower(chol, out):
     """Write ``L^{-T}`` (upper triangular) for lower triangular ``L = chol``.
 
@@ -158,7 +158,7 @@ def inverse_transpose_lower(chol, out):
             out[j, i] = -s / chol[i, i]
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def set_inverse_metric_dense(metric, cov):
     """Install a new dense ``M^{-1}`` in place and recompute the momentum factor.
 
