@@ -1,11 +1,12 @@
 """Adaptation and trajectory statistics of logdens' NUTS next to NumPyro's.
 
 Run: python benchmarks/bench_adaptation.py [--model poisson] [--seeds 1,2,3,4]
-     [--tools logdens,numpyro] [--fixed] [--metric diag]
+     [--tools logdens,numpyro,nutpie] [--fixed] [--metric diag]
 
 Both samplers implement Stan's windowed warmup and multinomial NUTS, so on
 the same posterior they should end with similar step sizes and spend
-similar gradients per effective draw.  Per tool and seed (4 chains,
+similar gradients per effective draw.  nutpie (optional) adapts differently
+(its mass matrix uses gradients too) and shows what that buys.  Per tool and seed (4 chains,
 ``--tune`` + ``--draws``) this prints the adapted step size of each chain,
 the mean acceptance statistic of the kept draws, the histogram of
 ``bit_length(n_steps)`` (the tree depth, counted the same way for both
@@ -15,7 +16,9 @@ gradients per effective draw.
 ``--fixed`` adds a controlled run without adaptation: the step size and
 diagonal inverse metric adapted by logdens (seed 1, chain 0) are given to
 both samplers, which then differ only in their trajectory code (U-turn
-criterion, multinomial sampling).
+criterion, multinomial sampling).  With ``--fixed-source nutpie`` they are
+nutpie's instead (its gradient-based metric), to separate its adaptation
+from its trajectories.
 
 Everything runs in this process, pinned to one core (``--core``), with one
 thread for numba, BLAS and XLA.  Nothing is asserted about time.
@@ -154,6 +157,43 @@ def run_numpyro(spec, data, seed, tune, draws, fixed=None, order=None):
                     np.asarray(extra["num_steps"]), arrays, seconds)
 
 
+def run_nutpie(spec, data, seed, tune, draws):
+    """nutpie (its own warmup: mass matrix from draws and gradients), 4 chains."""
+    import nutpie
+    import pymc as pm
+
+    compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+    start = time.perf_counter()
+    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=4, cores=1, seed=seed,
+                          progress_bar=False)
+    seconds = time.perf_counter() - start
+    stats = idata["sample_stats"]
+    arrays = {name: np.asarray(idata["posterior"][name].values) for name in spec["free"]}
+    eps = np.asarray(stats["step_size"].values)[:, -1]
+    return _summary("nutpie", seed, eps, np.asarray(stats["mean_tree_accept"].values),
+                    np.asarray(stats["n_steps"].values), arrays, seconds)
+
+
+def nutpie_adapted(spec, data, seed, density):
+    """Step size and diagonal inverse metric at the end of nutpie's warmup
+    (one chain), in logdens' parameter order."""
+    import nutpie
+    import pymc as pm
+
+    compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+    idata = nutpie.sample(compiled, draws=10, tune=1000, chains=1, cores=1, seed=seed,
+                          progress_bar=False, store_mass_matrix=True)
+    stats = idata["sample_stats"]
+    inv = stats["mass_matrix_inv"].isel(chain=0, draw=-1)
+    by_name = {}
+    for name, value in zip(inv["unconstrained_parameter"].values, inv.values):
+        base, _, index = str(name).replace("_log__", "").rpartition("_")
+        key = f"{base}[{index}]" if index.isdigit() else str(name).replace("_log__", "")
+        by_name[key] = float(value)
+    inv_diag = np.array([by_name[n] for n in density.param_unc_names()])
+    return float(stats["step_size"].isel(chain=0, draw=-1)), inv_diag
+
+
 def numpyro_order(density):
     """Index array mapping NumPyro's flattened latent order onto logdens' order.
 
@@ -198,6 +238,8 @@ def main(argv=None):
     p.add_argument("--draws", type=int, default=1000)
     p.add_argument("--metric", default="diag", choices=("diag", "dense"))
     p.add_argument("--fixed", action="store_true")
+    p.add_argument("--fixed-source", default="logdens", choices=("logdens", "nutpie"),
+                   help="whose adapted step size and metric --fixed uses")
     p.add_argument("--core", type=int, default=sorted(os.sched_getaffinity(0))[0])
     args = p.parse_args(argv)
     os.sched_setaffinity(0, {args.core})
@@ -207,7 +249,7 @@ def main(argv=None):
     data = spec["data"]()
     density = spec["logdens"](ld, data).compile()
     seeds = [int(s) for s in args.seeds.split(",")]
-    tools = args.tools.split(",")
+    tools = [t for t in args.tools.split(",") if t]
     print(f"{args.model}, {args.metric} metric, 4 chains, tune {args.tune}, draws {args.draws}, "
           f"core {args.core}, load {os.getloadavg()}", flush=True)
     rows, first_states = [], None
@@ -220,13 +262,22 @@ def main(argv=None):
         if "numpyro" in tools:
             rows.append(run_numpyro(spec, data, seed, args.tune, args.draws))
             show(rows[-1])
+        if "nutpie" in tools:
+            rows.append(run_nutpie(spec, data, seed, args.tune, args.draws))
+            show(rows[-1])
     for tool in tools:
         mean_line(rows, tool)
-    if args.fixed and first_states is not None:
+    if args.fixed and args.fixed_source == "nutpie":
+        fixed = nutpie_adapted(spec, data, seeds[0], density)
+        print(f"\nfixed step size {fixed[0]:.4f} and metric of nutpie seed {seeds[0]} chain 0:")
+    elif args.fixed and first_states is not None:
         from samplers import kernel
         s0 = first_states[0]
         fixed = (float(s0.scalars[kernel.STEP]), s0.metric.inv_diag.copy())
         print(f"\nfixed step size {fixed[0]:.4f} and metric of logdens seed {seeds[0]} chain 0:")
+    else:
+        fixed = None
+    if fixed is not None:
         fixed_rows = []
         for seed in seeds:
             row, _ = run_logdens(density, seed, 0, args.draws, "diag", fixed)
@@ -236,7 +287,7 @@ def main(argv=None):
                 fixed_rows.append(run_numpyro(spec, data, seed, 0, args.draws, fixed,
                                               numpyro_order(density)))
                 show(fixed_rows[-1])
-        for tool in tools:
+        for tool in dict.fromkeys(["logdens"] + tools):
             mean_line(fixed_rows, tool)
 
 

@@ -104,12 +104,17 @@ def regularize_covariance(cov, n):
     return out
 
 
-def warmup_schedule(tune):
+def warmup_schedule(tune, init_buffer=INIT_BUFFER, term_buffer=TERM_BUFFER,
+                    base_window=BASE_WINDOW):
     """Return Stan's metric-adaptation windows for ``tune`` warmup iterations.
 
     Parameters
     ----------
     tune : int
+    init_buffer, term_buffer, base_window : int
+        Stan's ``adapt init_buffer``, ``term_buffer`` and ``window``: the
+        initial fast buffer, the terminal fast buffer (step size only) and
+        the first slow window.
 
     Returns
     -------
@@ -131,7 +136,7 @@ def warmup_schedule(tune):
     window_end = np.zeros(tune, dtype=np.bool_)
     if tune < 20:
         return in_window, window_end
-    init, base, term = INIT_BUFFER, BASE_WINDOW, TERM_BUFFER
+    init, base, term = init_buffer, base_window, term_buffer
     if init + base + term > tune:
         init, term = int(0.15 * tune), int(0.1 * tune)
         base = tune - (init + term)
