@@ -279,7 +279,9 @@ def nuts_transition(f, fdata, idata, metric, eps, max_depth, max_energy_error,
     h0 = _start_trajectory(metric, rng, q, g, lp, work)
     ends, traj, sc = work.ends, work.traj, work.slot_scalars
     lsw_traj, e_sample = 0.0, h0
-    depth, n_steps, sum_accept, diverging = 0, 0, 0.0, False
+    # np.int64, not a literal 0: numba would otherwise also compile
+    # build_subtree for the literal type of the first iteration (about 2 s).
+    depth, n_steps, sum_accept, diverging = np.int64(0), 0, 0.0, False
     while depth < max_depth:
         d = 1 if uniform(rng) > 0.5 else 0
         for i in range(q.shape[0]):
