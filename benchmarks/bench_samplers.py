@@ -19,8 +19,11 @@ mass matrix.  Reported per tool:
 - compile s: from the data to a ready sampler (model construction included).
   logdens: ``Model.compile`` into a fresh cache directory plus a first
   ``samplers.nuts`` call with 5 + 5 iterations of one chain, plus
-  ``import samplers``, which compiles the package's transition kernel (or
-  loads it from numba's disk cache).  Two rows: "logdens" with the kernel in
+  ``import samplers`` and ``samplers.kernel.chunk_runner`` for NUTS with a
+  diagonal metric, which compiles the package's transition loop (or loads it
+  from numba's disk cache).  logdens leaves out the pointwise log-likelihood
+  group (``log_likelihood=False``), as the peers do by default; pass
+  ``--log-likelihood`` to include it.  Two rows: "logdens" with the kernel in
   numba's disk cache (every run after the first on a machine: the import time
   is measured again in a second process), "logdens, empty numba cache" with
   the kernel compiled from scratch (the first run after installing).  nutpie:
@@ -254,7 +257,9 @@ def run_logdens(spec, data, draws, tune, seed):
     import logdens as ld
 
     start = time.perf_counter()
-    import samplers  # compiles the transition kernel, or loads it from numba's cache
+    import samplers
+    from samplers import kernel
+    kernel.chunk_runner(kernel.NUTS, False)  # compiled, or loaded from numba's cache
     KERNEL_S[0] = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -262,11 +267,12 @@ def run_logdens(spec, data, draws, tune, seed):
         density = spec["logdens"](ld, data).compile(cache_dir=cache)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            samplers.nuts(density, draws=5, tune=5, chains=1, seed=seed, progress=False, cores=1)
+            samplers.nuts(density, draws=5, tune=5, chains=1, seed=seed, progress=False, cores=1,
+                          log_likelihood=LOG_LIKELIHOOD[0])
         compile_s = time.perf_counter() - start
         start, cpu = time.perf_counter(), time.process_time()
         idata = samplers.nuts(density, draws=draws, tune=tune, chains=4, seed=seed,
-                              progress=False, cores=1)
+                              progress=False, cores=1, log_likelihood=LOG_LIKELIHOOD[0])
         sampling_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu
     stats = idata["sample_stats"]
     return (compile_s, sampling_s, cpu_s, _arrays(idata["posterior"], spec["free"]),
@@ -355,8 +361,11 @@ def run_numpyro(spec, data, draws, tune, seed):
             np.asarray(extra["num_steps"]), np.asarray(extra["diverging"]))
 
 
-#: Seconds ``import samplers`` took in this process (logdens worker only).
+#: Seconds ``import samplers`` and getting its NUTS loop took in this process
+#: (logdens worker only).
 KERNEL_S = [0.0]
+#: Whether logdens adds the pointwise log-likelihood group (``--log-likelihood``).
+LOG_LIKELIHOOD = [False]
 #: Upper bound of NumPyro's sampling time when it was not resolved, else 0.
 NUMPYRO_FLOOR = [0.0]
 
@@ -426,7 +435,8 @@ def spawn(model, tool, args):
                    PYTHONWARNINGS="ignore")
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", model, tool,
                "--draws", str(args.draws), "--tune", str(args.tune), "--seed", str(args.seed),
-               "--core", str(args.core), "--out", out]
+               "--core", str(args.core), "--out", out] + (
+                   ["--log-likelihood"] if args.log_likelihood else [])
         start = time.perf_counter()
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -441,7 +451,8 @@ def spawn(model, tool, args):
             result = json.load(f)
         if tool == "logdens":  # the same import again, now from numba's disk cache
             code = ("import time, arviz_base, numba, logdens; t = time.perf_counter(); "
-                    "import samplers; print(time.perf_counter() - t)")
+                    "import samplers; from samplers import kernel; "
+                    "kernel.chunk_runner(kernel.NUTS, False); print(time.perf_counter() - t)")
             proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                   text=True, check=True)
             result["warm_import_s"] = float(proc.stdout.split()[-1])
@@ -572,6 +583,9 @@ def parse(argv):
                    if hasattr(os, "sched_getaffinity") else 0)
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="seconds allowed per (model, tool) process")
+    p.add_argument("--log-likelihood", action="store_true",
+                   help="logdens also computes the pointwise log-likelihood group (the peers "
+                        "do not by default)")
     p.add_argument("--json", help="also write all results to this file")
     p.add_argument("--report", help="print the tables of a --json file; run nothing")
     p.add_argument("--worker", nargs=2, metavar=("MODEL", "TOOL"), help=argparse.SUPPRESS)
@@ -582,6 +596,7 @@ def parse(argv):
 def main(argv=None):
     args = parse(argv)
     if args.worker:
+        LOG_LIKELIHOOD[0] = args.log_likelihood
         worker(*args.worker, args.draws, args.tune, args.seed, args.core, args.out)
         return
     if args.report:

@@ -10,13 +10,7 @@ Examples
 >>> fit = samplers.find_map(log_density)  # doctest: +SKIP
 """
 
-from pathlib import Path as _Path
-
-from samplers._cache import drop_stale_numba_cache as _drop_stale
-
-_drop_stale(_Path(__file__).parent)  # before any cached kernel is loaded
-
-from samplers.diagnostics import SamplerWarning  # noqa: E402
+from samplers.diagnostics import SamplerWarning
 from samplers.laplace import HessianError, laplace
 from samplers.optimize import MapResult, find_map
 from samplers.protocol import ENTRY_SIGNATURE, ENTRY_TYPE, LogDensity, NumbaEntry

@@ -1,50 +1,33 @@
-"""Drop numba cache files of this package that are older than its sources.
+"""A hash of the package's sources, for numba's disk-cache key of the kernels.
 
-numba keys a cached function on its own file only: when ``trajectory.py``
-changes, the cached ``kernel.run_chunk`` (which has the old trajectory code
-compiled into it) would still be loaded.  Before anything is compiled or
-loaded, every ``.nbi``/``.nbc`` file of this package older than the newest
-source file is removed, so an edit anywhere recompiles everything (once).
-Installed copies whose sources do not change are unaffected.
+numba keys a cached function on its own source file only, yet a compiled
+function contains the code of every function it calls: the cached loop of
+:mod:`samplers.kernel` holds the trajectory code of ``trajectory.py``, so an
+edit there would leave a stale loop in the cache.  The package therefore
+caches only its entry points (the chunk runners and the external-density
+callback; helpers are compiled with them), and each runner is a closure over
+this hash.  numba's cache key includes the values of a closure's variables,
+so an edit anywhere in the package compiles the loop anew while an installed
+copy keeps loading it.  Nothing is deleted; entries for old sources stay in
+numba's index until ``kernel.py`` itself changes, which resets it.
 """
 
-import os
+import hashlib
 from pathlib import Path
 
 
-def drop_stale_numba_cache(package_dir):
-    """Remove this package's numba cache files older than its newest source.
+def source_hash(package_dir):
+    """Return the SHA-256 (hex) of the package's ``*.py`` files, names and contents.
 
     Parameters
     ----------
     package_dir : str or Path
-        Directory of the package (its ``__pycache__`` holds numba's files).
 
     Returns
     -------
-    int
-        Number of files removed.
+    str
     """
-    package_dir = Path(package_dir)
-    try:
-        newest = max(p.stat().st_mtime for p in package_dir.glob("*.py"))
-        cached = [p for p in (package_dir / "__pycache__").iterdir()
-                  if p.suffix in (".nbi", ".nbc")]
-    except (OSError, ValueError):
-        return 0
-    groups = {}
-    for path in cached:  # an index (.nbi) and its data files (.nbc) go together
-        groups.setdefault(path.name.split(".py3")[0], []).append(path)
-    removed = 0
-    for paths in groups.values():
-        try:
-            stale = min(p.stat().st_mtime for p in paths) < newest
-        except OSError:
-            continue
-        for path in paths if stale else ():
-            try:
-                os.remove(path)
-                removed += 1
-            except OSError:  # another process got there first, or read-only
-                pass
-    return removed
+    digest = hashlib.sha256()
+    for path in sorted(Path(package_dir).glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()

@@ -10,6 +10,7 @@ The callback finds its object through a registry keyed by ``idata[0]``, so
 one compiled (and cached) function serves every external log density.
 """
 
+import functools
 import itertools
 import math
 import threading
@@ -36,12 +37,18 @@ def _call_python(key, theta, grad):
     return value
 
 
-@njit(ENTRY_SIGNATURE, cache=True)
-def python_callback(theta, grad, fdata, idata):
+def _python_callback(theta, grad, fdata, idata):
     """Numba entry that evaluates the Python log density registered as ``idata[0]``."""
     with objmode(value="float64"):
         value = _call_python(idata[0], theta, grad)
     return value
+
+
+@functools.cache
+def python_callback():
+    """Return the compiled :func:`_python_callback` (compiled, or loaded from
+    numba's disk cache, on first use rather than at import)."""
+    return njit(ENTRY_SIGNATURE, cache=True)(_python_callback)
 
 
 @contextmanager
@@ -62,7 +69,7 @@ def external_entry(log_density):
         key = next(_KEYS)
         _REGISTRY[key] = log_density
     try:
-        yield NumbaEntry(python_callback, np.zeros(1), np.array([key], dtype=np.int64))
+        yield NumbaEntry(python_callback(), np.zeros(1), np.array([key], dtype=np.int64))
     finally:
         with _LOCK:
             del _REGISTRY[key]

@@ -12,7 +12,7 @@ from numba import njit
 from samplers.metric import velocity
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def leapfrog(f, fdata, idata, metric, eps, q, p, grad, v):
     """Take one leapfrog step in place and return the new log density.
 

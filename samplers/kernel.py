@@ -1,20 +1,26 @@
 """The transition loop of one chain over a range of iterations, in numba.
 
-:func:`run_chunk` is compiled once, against the first-class function type of
-the model entry (:data:`samplers.protocol.ENTRY_TYPE`), so it calls any
-model's numba function with no recompilation and is cached on disk.  It runs
-iterations ``start .. stop - 1`` of a chain: the transition (NUTS or static
-HMC), then during warmup the step-size and metric adaptation, and writes the
-draw and its statistics to row ``it`` of the output arrays.  All state that
+:func:`chunk_runner` returns the compiled loop of one variant (NUTS or
+static HMC, diagonal or dense metric), compiled on first use against the
+first-class function type of the model entry
+(:data:`samplers.protocol.ENTRY_TYPE`), so it calls any model's numba function
+with no recompilation, and cached on disk.  It runs iterations
+``start .. stop - 1`` of a chain: the transition, then during warmup the
+step-size and metric adaptation, and writes the draw and its statistics to
+row ``it`` of the output arrays.  All state that
 survives between chunks lives in the chain's arrays (:class:`ChainState`), so
 a chain can be run in pieces for the progress bar and Ctrl-C.
 """
 
+import functools
+import math
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit, types
 
+from samplers._cache import source_hash
 from samplers.mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
@@ -27,6 +33,8 @@ from samplers.step_size import (
     dual_averaging_update, find_reasonable_step_size)
 from samplers.trajectory import make_work, nuts_transition
 
+#: Hash of this package's sources: part of numba's cache key of the runners.
+SOURCE_HASH = source_hash(Path(__file__).parent)
 #: Columns of the statistics array, in order.
 STAT_NAMES = ("lp", "acceptance_rate", "step_size", "tree_depth", "n_steps",
               "diverging", "energy", "energy_error")
@@ -68,28 +76,27 @@ class ChainState(NamedTuple):
     wf_m2_dense: np.ndarray
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _transition(f, fdata, idata, metric, eps, iconf, fconf, rng, q, g, lp, work):
-    if iconf[KIND] == NUTS:
-        return nuts_transition(f, fdata, idata, metric, eps, iconf[MAX_DEPTH],
-                               fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
-    return hmc_transition(f, fdata, idata, metric, eps, iconf[NUM_STEPS],
-                          fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
+@njit(nogil=True)
+def _install_diag(metric, wf):
+    """End of a slow window: install the regularized variances; restart Welford."""
+    var = regularize_variance(welford_diag_final(wf), float(wf.n))
+    set_inverse_metric_diag(metric, var)
+    return welford_diag_init(wf.mean, wf.m2)
 
 
-@njit(cache=True, nogil=True)
-def _update_metric(metric, wd, wdense):
-    """End of a slow window: install the regularized estimate; restart Welford."""
-    if metric.dense:
-        n = float(wdense.n)
-        set_inverse_metric_dense(metric, regularize_covariance(welford_dense_final(wdense), n))
-        return wd, welford_dense_init(wdense.mean, wdense.m2)
-    n = float(wd.n)
-    set_inverse_metric_diag(metric, regularize_variance(welford_diag_final(wd), n))
-    return welford_diag_init(wd.mean, wd.m2), wdense
+@njit(nogil=True)
+def _install_dense(metric, wf):
+    """End of a slow window: install the regularized covariance; restart Welford.
+
+    A covariance that is not numerically positive definite leaves the old
+    metric in place (see :func:`samplers.metric.set_inverse_metric_dense`).
+    """
+    cov = regularize_covariance(welford_dense_final(wf), float(wf.n))
+    set_inverse_metric_dense(metric, cov)
+    return welford_dense_init(wf.mean, wf.m2)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _record(it, q, lp, eps, info, draws, stats):
     for i in range(q.shape[0]):
         draws[it, i] = q[i]
@@ -103,52 +110,81 @@ def _record(it, q, lp, eps, info, draws, stats):
     stats[it, 7] = info.energy_error
 
 
-@njit(cache=True, nogil=True)
-def _adapt(f, fdata, idata, it, info, metric, da, wd, wdense, in_window,
-           window_end, iconf, fconf, rng, q, g, lp, work):
-    """Warmup bookkeeping after transition ``it`` (Stan's order); returns
-    the new step size and adaptation states."""
-    da = dual_averaging_update(da, info.accept_stat, fconf[TARGET_ACCEPT])
-    eps = np.exp(da.x)
-    if in_window[it]:
-        if metric.dense:
-            wdense = welford_dense_update(wdense, q)
+@njit(nogil=True)
+def start_adaptation(f, fdata, idata, metric, eps, rng, q, g, lp, work):
+    """Stan's start of warmup: the step-size heuristic from ``eps``, and dual
+    averaging around ``mu = log(10 eps)`` of the *given* step size.
+
+    Stan's services call ``set_mu(log(10 * stepsize))`` before
+    ``init_stepsize`` runs, so the first window shrinks toward ten times the
+    user's step size (1 by default); only later restarts use the heuristic's
+    result.  Returns ``(eps, DualAveragingState)``.
+    """
+    mu = math.log(10.0 * eps)
+    eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+    return eps, DualAveragingState(0.0, 0.0, 0.0, mu, math.log(eps))
+
+
+def _make_run_chunk(kind, dense):
+    """The flat-argument transition loop of one variant (see :func:`chunk_runner`).
+
+    ``is_nuts`` and ``dense`` are closure constants: numba prunes the branches
+    they decide before typing, so a variant compiles only its own transition
+    and metric estimator.  numba's disk cache keys the closure by the values
+    of its variables: the variant and the hash of the package's sources
+    (:mod:`samplers._cache`).  The closure refers to no other closure (a
+    captured dispatcher would not pickle the same way in two processes,
+    defeating the cache).
+    """
+    is_nuts = kind == NUTS
+    sources = SOURCE_HASH
+
+    def run_chunk(f, fdata, idata, q, g, sc, rng, inv_diag, inv_dense, momentum_factor,
+                  dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, in_window,
+                  window_end, iconf, fconf, start, stop, draws, stats):
+        sources  # noqa: B018  (a closure variable, so part of the cache key)
+        metric = Metric(inv_diag, inv_dense, momentum_factor, dense_flag)
+        work = make_work(q.shape[0], max(iconf[MAX_DEPTH], 1))
+        da = DualAveragingState(sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X])
+        if dense:
+            wf = WelfordDense(wf_n[0], wf_mean, wf_m2_dense)
         else:
-            wd = welford_diag_update(wd, q)
-    if window_end[it]:
-        wd, wdense = _update_metric(metric, wd, wdense)
-        eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
-        da = dual_averaging_init(eps)
-    if it == iconf[N_TUNE] - 1:
-        eps = dual_averaging_final(da)
-    return eps, da, wd, wdense
+            wf = WelfordDiag(wf_n[0], wf_mean, wf_m2_diag)
+        lp, eps = sc[LP], sc[STEP]
+        if start == 0:
+            eps, da = start_adaptation(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+        for it in range(start, stop):
+            if is_nuts:
+                lp, info = nuts_transition(f, fdata, idata, metric, eps, iconf[MAX_DEPTH],
+                                           fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
+            else:
+                lp, info = hmc_transition(f, fdata, idata, metric, eps, iconf[NUM_STEPS],
+                                          fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
+            _record(it, q, lp, eps, info, draws, stats)
+            if it >= iconf[N_TUNE]:
+                continue
+            # Warmup bookkeeping, in the order of Stan's adapt_*_nuts::transition.
+            da = dual_averaging_update(da, info.accept_stat, fconf[TARGET_ACCEPT])
+            eps = math.exp(da.x)
+            if in_window[it]:
+                if dense:
+                    wf = welford_dense_update(wf, q)
+                else:
+                    wf = welford_diag_update(wf, q)
+            if window_end[it]:
+                if dense:
+                    wf = _install_dense(metric, wf)
+                else:
+                    wf = _install_diag(metric, wf)
+                eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+                da = dual_averaging_init(eps)
+            if it == iconf[N_TUNE] - 1:
+                eps = dual_averaging_final(da)
+        sc[LP], sc[STEP] = lp, eps
+        sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X] = da
+        wf_n[0] = wf.n
 
-
-@njit(cache=True, nogil=True)
-def chunk_loop(f, fdata, idata, state, in_window, window_end, iconf, fconf,
-               start, stop, draws, stats):
-    """Run iterations ``start .. stop - 1`` of one chain (see module docstring)."""
-    sc = state.scalars
-    metric, q, g, rng = state.metric, state.q, state.grad, state.rng
-    work = make_work(q.shape[0], max(iconf[MAX_DEPTH], 1))
-    da = DualAveragingState(sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X])
-    wd = WelfordDiag(state.wf_n[0], state.wf_mean, state.wf_m2_diag)
-    wdense = WelfordDense(state.wf_n[0], state.wf_mean, state.wf_m2_dense)
-    lp, eps = sc[LP], sc[STEP]
-    if start == 0:
-        eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
-        da = dual_averaging_init(eps)
-    for it in range(start, stop):
-        lp, info = _transition(f, fdata, idata, metric, eps, iconf, fconf,
-                               rng, q, g, lp, work)
-        _record(it, q, lp, eps, info, draws, stats)
-        if it < iconf[N_TUNE]:
-            eps, da, wd, wdense = _adapt(f, fdata, idata, it, info, metric, da, wd,
-                                         wdense, in_window, window_end, iconf,
-                                         fconf, rng, q, g, lp, work)
-    sc[LP], sc[STEP] = lp, eps
-    sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X] = da
-    state.wf_n[0] = wdense.n if metric.dense else wd.n
+    return run_chunk
 
 
 _F1 = types.float64[::1]
@@ -166,16 +202,20 @@ _CHUNK_SIGNATURE = types.void(
 )
 
 
-@njit(_CHUNK_SIGNATURE, cache=True, nogil=True)
-def run_chunk(f, fdata, idata, q, grad, scalars, rng, inv_diag, inv_dense,
-              momentum_factor, dense, wf_n, wf_mean, wf_m2_diag, wf_m2_dense,
-              in_window, window_end, iconf, fconf, start, stop, draws, stats):
-    """Flat-argument entry point (explicit signature; see :func:`chunk_loop`).
+@functools.cache
+def chunk_runner(kind, dense):
+    """Return the compiled chunk runner of one variant: NUTS or static HMC,
+    diagonal or dense metric.
 
-    Releases the GIL, so chains run in parallel on threads.
+    A variant is compiled (or loaded from numba's disk cache) on first use,
+    not at import, and only with the code it needs.  The runner has an
+    explicit signature over the first-class function type of the model
+    entry, so every model shares it.  Arguments, flat: the model entry, the
+    fields of :class:`ChainState` (the metric's four in place of ``metric``),
+    the two schedule arrays, the integer and float configuration, ``start``,
+    ``stop`` and the output arrays (:data:`_CHUNK_SIGNATURE`).  It runs
+    iterations ``start .. stop - 1`` and releases the GIL, so chains run in
+    parallel on threads.  Call it once from one thread before starting others.
     """
-    state = ChainState(q, grad, scalars, rng,
-                       Metric(inv_diag, inv_dense, momentum_factor, dense),
-                       wf_n, wf_mean, wf_m2_diag, wf_m2_dense)
-    chunk_loop(f, fdata, idata, state, in_window, window_end, iconf, fconf,
-               start, stop, draws, stats)
+    return njit(_CHUNK_SIGNATURE, cache=True, nogil=True)(
+        _make_run_chunk(int(kind), bool(dense)))

@@ -35,7 +35,7 @@ class WelfordDense(NamedTuple):
     m2: np.ndarray
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def welford_diag_init(mean, m2):
     """Reset the given buffers and return an empty diagonal estimator."""
     mean[:] = 0.0
@@ -43,7 +43,7 @@ def welford_diag_init(mean, m2):
     return WelfordDiag(0, mean, m2)
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def welford_diag_update(state, x):
     """Add one sample ``x``; buffers are updated in place."""
     n = state.n + 1
@@ -54,13 +54,13 @@ def welford_diag_update(state, x):
     return WelfordDiag(n, state.mean, state.m2)
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def welford_diag_final(state):
     """Return the sample variance (denominator ``n - 1``)."""
     return state.m2 / (state.n - 1.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def welford_dense_init(mean, m2):
     """Reset the given buffers and return an empty dense estimator."""
     mean[:] = 0.0
@@ -68,7 +68,7 @@ def welford_dense_init(mean, m2):
     return WelfordDense(0, mean, m2)
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def welford_dense_update(state, x):
     """Add one sample ``x``: ``m2 += (x - mean_old)(x - mean_new)'``."""
     n = state.n + 1
@@ -82,20 +82,20 @@ def welford_dense_update(state, x):
     return WelfordDense(n, state.mean, state.m2)
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def welford_dense_final(state):
     """Return the sample covariance (denominator ``n - 1``), symmetrized."""
     cov = state.m2 / (state.n - 1.0)
     return 0.5 * (cov + cov.T)
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def regularize_variance(var, n):
     """Stan's shrinkage: ``(n / (n + 5)) var + 1e-3 (5 / (n + 5))``."""
     return (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def regularize_covariance(cov, n):
     """Stan's shrinkage toward the identity: ``(n/(n+5)) cov + 1e-3 (5/(n+5)) I``."""
     out = (n / (n + 5.0)) * cov
@@ -104,12 +104,17 @@ def regularize_covariance(cov, n):
     return out
 
 
-def warmup_schedule(tune):
+def warmup_schedule(tune, init_buffer=INIT_BUFFER, term_buffer=TERM_BUFFER,
+                    base_window=BASE_WINDOW):
     """Return Stan's metric-adaptation windows for ``tune`` warmup iterations.
 
     Parameters
     ----------
     tune : int
+    init_buffer, term_buffer, base_window : int
+        Stan's ``adapt init_buffer``, ``term_buffer`` and ``window``: the
+        initial fast buffer, the terminal fast buffer (step size only) and
+        the first slow window.
 
     Returns
     -------
@@ -131,7 +136,7 @@ def warmup_schedule(tune):
     window_end = np.zeros(tune, dtype=np.bool_)
     if tune < 20:
         return in_window, window_end
-    init, base, term = INIT_BUFFER, BASE_WINDOW, TERM_BUFFER
+    init, base, term = init_buffer, base_window, term_buffer
     if init + base + term > tune:
         init, term = int(0.15 * tune), int(0.1 * tune)
         base = tune - (init + term)

@@ -59,7 +59,7 @@ def identity_metric(dim, dense):
     return Metric(np.ones(dim), np.eye(n), np.eye(n), bool(dense))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def velocity(metric, p, out):
     """Write ``M^{-1} p`` into ``out``."""
     dim = p.shape[0]
@@ -75,7 +75,7 @@ def velocity(metric, p, out):
             out[i] = metric.inv_diag[i] * p[i]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def sample_momentum(metric, rng, out):
     """Draw ``out ~ N(0, M)`` with the chain's RNG."""
     dim = out.shape[0]
@@ -94,7 +94,7 @@ def sample_momentum(metric, rng, out):
             out[i] = out[i] / np.sqrt(metric.inv_diag[i])
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def hamiltonian(log_density, p, v):
     """Return ``H = -log_density + p.v / 2`` (``v = M^{-1} p``); NaN becomes inf.
 
@@ -110,19 +110,70 @@ def hamiltonian(log_density, p, v):
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True, _nrt=False)
 def set_inverse_metric_diag(metric, var):
     """Install a new diagonal ``M^{-1}`` (a variance vector) in place."""
-    metric.inv_diag[:] = var
+    for i in range(var.shape[0]):  # loops, not slices: see set_inverse_metric_dense
+        metric.inv_diag[i] = var[i]
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True, _nrt=False)
+def cholesky_lower(a, out):
+    """Write the lower Cholesky factor of ``a`` into ``out``; False if ``a`` is
+    not numerically positive definite (``out`` is then unspecified)."""
+    n = a.shape[0]
+    for j in range(n):
+        d = a[j, j]
+        for k in range(j):
+            d -= out[j, k] * out[j, k]
+        if not d > 0.0:
+            return False
+        out[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            s = a[i, j]
+            for k in range(j):
+                s -= out[i, k] * out[j, k]
+            out[i, j] = s / out[j, j]
+        for i in range(j):
+            out[i, j] = 0.0
+    return True
+
+
+@njit(nogil=True, _nrt=False)
+def inverse_transpose_lower(chol, out):
+    """Write ``L^{-T}`` (upper triangular) for lower triangular ``L = chol``.
+
+    Column ``j`` of ``L^{-1}`` by forward substitution on ``L x = e_j``,
+    stored as row ``j`` of ``out``.
+    """
+    n = chol.shape[0]
+    for j in range(n):
+        for i in range(j):
+            out[j, i] = 0.0
+        out[j, j] = 1.0 / chol[j, j]
+        for i in range(j + 1, n):
+            s = 0.0
+            for k in range(j, i):
+                s += chol[i, k] * out[j, k]
+            out[j, i] = -s / chol[i, i]
+
+
+@njit(nogil=True)
 def set_inverse_metric_dense(metric, cov):
     """Install a new dense ``M^{-1}`` in place and recompute the momentum factor.
 
-    ``cov`` must be symmetric positive definite (the regularized estimate
-    always is).
+    Returns False, keeping the old metric, when ``cov`` is not numerically
+    positive definite (Stan's regularized estimate always is in exact
+    arithmetic).  Written with loops rather than ``np.linalg`` and slice
+    assignment: those pull LAPACK wrappers and shape-error formatting into
+    the compiled kernel, several seconds of its cold compilation.
     """
-    metric.inv_dense[:, :] = cov
-    chol = np.linalg.cholesky(cov)
-    metric.momentum_factor[:, :] = np.linalg.inv(chol).T
+    n = cov.shape[0]
+    chol = np.empty((n, n))
+    if not cholesky_lower(cov, chol):
+        return False
+    for i in range(n):
+        for j in range(n):
+            metric.inv_dense[i, j] = cov[i, j]
+    inverse_transpose_lower(chol, metric.momentum_factor)
+    return True

@@ -5,7 +5,6 @@ from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
-from scipy.optimize import minimize
 
 from samplers.external import external_entry
 from samplers.initial_point import evaluate, find_initial_point
@@ -77,6 +76,8 @@ def _takes_jacobian(log_density):
 
 
 def _optimize(entry, objective, dim, rng, init, max_iter, tol):
+    from scipy.optimize import minimize  # 0.1-0.2 s to import: only when optimizing
+
     start, _, _ = find_initial_point(entry, dim, rng, init)
     return minimize(_negative(objective), start, jac=True, method="L-BFGS-B",
                     options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-12 * tol})

@@ -80,7 +80,7 @@ def stats_dict(stats, max_depth):
     return out
 
 
-def draws_groups(log_density, draws, prefix=""):
+def draws_groups(log_density, draws, prefix="", log_likelihood=True):
     """``posterior`` and (when available) ``log_likelihood`` of unconstrained draws.
 
     Parameters
@@ -89,6 +89,8 @@ def draws_groups(log_density, draws, prefix=""):
     draws : ndarray, shape (chains, n, dim)
     prefix : str
         Prepended to the group names (``"warmup_"``).
+    log_likelihood : bool
+        Add the ``log_likelihood`` group when the log density provides it.
 
     Returns
     -------
@@ -98,19 +100,20 @@ def draws_groups(log_density, draws, prefix=""):
     """
     post, coords, dims = posterior_dict(log_density, draws)
     groups = {prefix + "posterior": post}
-    if hasattr(log_density, "pointwise_log_likelihood"):
+    if log_likelihood and hasattr(log_density, "pointwise_log_likelihood"):
         groups[prefix + "log_likelihood"] = _stack_dicts(
             log_density, "pointwise_log_likelihood", draws)
     return groups, coords, dims
 
 
-def _groups(log_density, draws, stats, max_depth, prefix):
-    groups, coords, dims = draws_groups(log_density, draws, prefix)
+def _groups(log_density, draws, stats, max_depth, prefix, log_likelihood):
+    groups, coords, dims = draws_groups(log_density, draws, prefix, log_likelihood)
     groups[prefix + "sample_stats"] = stats_dict(stats, max_depth)
     return groups, coords, dims
 
 
-def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs=None):
+def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs=None,
+                log_likelihood=True):
     """Build the DataTree of a sampler run.
 
     Parameters
@@ -126,6 +129,8 @@ def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs
         For ``reached_max_treedepth`` (None for static HMC).
     attrs : dict, optional
         Attributes of the posterior group (sampler settings).
+    log_likelihood : bool
+        Add the ``log_likelihood`` groups when the log density provides them.
 
     Returns
     -------
@@ -133,10 +138,10 @@ def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs
     """
     n_warm = min(n_tune, draws.shape[1])
     groups, coords, dims = _groups(log_density, draws[:, n_warm:], stats[:, n_warm:],
-                                   max_depth, "")
+                                   max_depth, "", log_likelihood)
     if save_warmup and n_warm > 0:
         warm, _, _ = _groups(log_density, draws[:, :n_warm], stats[:, :n_warm],
-                             max_depth, "warmup_")
+                             max_depth, "warmup_", log_likelihood)
         groups.update(warm)
     if hasattr(log_density, "observed_data"):
         groups["observed_data"] = {k: np.asarray(v) for k, v in log_density.observed_data().items()}

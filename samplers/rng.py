@@ -54,12 +54,12 @@ def make_state(seed, stream):
     return np.array(words, dtype=np.uint64)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _rotl(x, k):
     return (x << k) | (x >> (_U64 - k))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def next_uint64(state):
     """Advance ``state`` in place and return the next 64-bit output."""
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
@@ -75,13 +75,13 @@ def next_uint64(state):
     return result
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def uniform(state):
     """Return a uniform draw on [0, 1) with 53 random bits."""
     return (next_uint64(state) >> _U11) * _TWO_POW_M53
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def normal(state):
     """Return a standard normal draw (Box-Muller, one output per two uniforms)."""
     u1 = 1.0 - uniform(state)  # in (0, 1]: log is finite
@@ -89,7 +89,7 @@ def normal(state):
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def fill_normal(state, out):
     """Fill ``out`` with independent standard normal draws.
 

@@ -1,7 +1,8 @@
 """Run chains in parallel on threads, in chunks, with a progress bar.
 
-Each chain advances by calls to the compiled :func:`samplers.kernel.run_chunk`
-(which releases the GIL).  Between chunks the Python side updates a tqdm bar
+Each chain advances by calls to the compiled loop of
+:func:`samplers.kernel.chunk_runner` (which releases the GIL).  Between
+chunks the Python side updates a tqdm bar
 (warmup/sampling, draws per second, divergences) and checks for a stop
 request: Ctrl-C in the main thread stops every chain at its next chunk
 boundary and the draws made so far are returned.  Chunking does not change
@@ -17,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from samplers.kernel import STAT_NAMES, run_chunk
+from samplers.kernel import DENSE, KIND, STAT_NAMES, chunk_runner
 
 #: Chunks are sized to take about this long, within [1, MAX_CHUNK] transitions.
 CHUNK_SECONDS = 0.2
@@ -51,7 +52,7 @@ def resolve_cores(cores, chains):
     return max(1, min(int(cores), chains))
 
 
-def _run_one(entry, state, schedule, iconf, fconf, draws, stats, done, c, stop):
+def _run_one(run_chunk, entry, state, schedule, iconf, fconf, draws, stats, done, c, stop):
     """Advance chain ``c`` chunk by chunk until finished or asked to stop."""
     n_total = draws.shape[0]
     it, size = 0, 1
@@ -106,8 +107,9 @@ def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, pr
     stop = threading.Event()
     interrupted = False
     bar = tqdm(total=chains * n_total, disable=not progress, unit="draws", smoothing=0.1)
+    run_chunk = chunk_runner(iconf[KIND], iconf[DENSE])  # compiles once, in this thread
     with ThreadPoolExecutor(max_workers=cores) as pool:
-        futures = [pool.submit(_run_one, entry, states[c], schedule, iconf, fconf,
+        futures = [pool.submit(_run_one, run_chunk, entry, states[c], schedule, iconf, fconf,
                                draws[c], stats[c], done, c, stop)
                    for c in range(chains)]
         try:

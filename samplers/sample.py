@@ -10,7 +10,7 @@ from samplers.diagnostics import SamplerWarning, warn_sampler
 from samplers.external import external_entry
 from samplers.initial_point import find_initial_point, per_chain_inits
 from samplers.kernel import ChainState
-from samplers.mass_matrix import warmup_schedule
+from samplers.mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from samplers.metric import identity_metric
 from samplers.output import to_datatree
 from samplers.protocol import numba_entry, resolve
@@ -54,9 +54,18 @@ def _config(kind, max_treedepth, num_steps, tune, metric, target_accept):
     return iconf, fconf
 
 
+def _check_windows(windows):
+    for name, value, low in zip(("adapt_init_buffer", "adapt_term_buffer", "adapt_window"),
+                                windows, (0, 0, 1)):
+        if int(value) != value or value < low:
+            raise ValueError(f"{name}={value}; must be an integer >= {low}")
+
+
 def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth,
-            num_steps, metric, init, progress, cores, save_warmup):
+            num_steps, metric, init, progress, cores, save_warmup, log_likelihood,
+            windows):
     _check_counts(draws, tune, chains, max_treedepth)
+    _check_windows(windows)
     log_density = resolve(model)
     dim = int(log_density.dim)
     iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept)
@@ -66,13 +75,14 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
         inits = per_chain_inits(init, chains, dim)
         states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c])
                   for c in range(chains)]
-        res = run_chains(entry, states, warmup_schedule(tune), iconf, fconf,
-                         tune + draws, tune, resolve_cores(cores, chains), progress)
+        schedule = warmup_schedule(tune, *(int(w) for w in windows))
+        res = run_chains(entry, states, schedule, iconf, fconf, tune + draws, tune,
+                         resolve_cores(cores, chains), progress)
     depth = max_treedepth if kind == kernel.NUTS else None
     attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
              "tune": int(tune), "metric": metric, "interrupted": int(res.interrupted)}
     idata = to_datatree(log_density, res.draws, res.stats, tune,
-                        save_warmup or res.n_done <= tune, depth, attrs)
+                        save_warmup or res.n_done <= tune, depth, attrs, log_likelihood)
     if res.interrupted:
         warnings.warn(f"sampling interrupted: {res.n_done} of {tune + draws} iterations "
                       "per chain kept", SamplerWarning, stacklevel=3)
@@ -83,7 +93,8 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
 
 def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
          max_treedepth=10, metric="diag", init=None, progress=True, cores=None,
-         save_warmup=False):
+         save_warmup=False, log_likelihood=True, adapt_init_buffer=INIT_BUFFER,
+         adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW):
     """Sample with the No-U-Turn Sampler and Stan's windowed warmup.
 
     Parameters
@@ -111,6 +122,19 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         Threads; default ``os.cpu_count()``, at most ``chains``.
     save_warmup : bool
         Also return the warmup draws (``warmup_*`` groups).
+    log_likelihood : bool
+        Add the pointwise ``log_likelihood`` group (for LOO and WAIC) when the
+        log density provides it.  Its first evaluation compiles the model's
+        pointwise function, which is most of the first call's overhead on
+        small models.
+    adapt_init_buffer, adapt_term_buffer, adapt_window : int
+        Stan's warmup windows (CmdStan's ``adapt init_buffer``,
+        ``term_buffer``, ``window``): iterations before the first metric
+        window, iterations after the last one (step size only), and the
+        first metric window, which doubles.  A longer terminal buffer gives
+        dual averaging more iterations after the last metric update; Stan's
+        50 tends to end with a step size whose acceptance exceeds
+        ``target_accept``.
 
     Returns
     -------
@@ -121,12 +145,14 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         ["interrupted"] == 1``).
     """
     return _sample(model, kernel.NUTS, draws, tune, chains, seed, target_accept,
-                   max_treedepth, 0, metric, init, progress, cores, save_warmup)
+                   max_treedepth, 0, metric, init, progress, cores, save_warmup,
+                   log_likelihood, (adapt_init_buffer, adapt_term_buffer, adapt_window))
 
 
 def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
         target_accept=0.8, metric="diag", init=None, progress=True, cores=None,
-        save_warmup=False):
+        save_warmup=False, log_likelihood=True, adapt_init_buffer=INIT_BUFFER,
+        adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW):
     """Sample with static HMC (``num_steps`` leapfrog steps per draw).
 
     Same warmup and output as :func:`nuts`; the step size is adapted by
@@ -136,4 +162,5 @@ def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
     if num_steps < 1:
         raise ValueError(f"num_steps={num_steps}; must be >= 1")
     return _sample(model, kernel.HMC, draws, tune, chains, seed, target_accept,
-                   1, int(num_steps), metric, init, progress, cores, save_warmup)
+                   1, int(num_steps), metric, init, progress, cores, save_warmup,
+                   log_likelihood, (adapt_init_buffer, adapt_term_buffer, adapt_window))

@@ -15,7 +15,7 @@ from samplers.rng import uniform
 from samplers.trajectory import TransitionInfo
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def hmc_transition(f, fdata, idata, metric, eps, num_steps, max_energy_error,
                    rng, q, g, lp, work):
     """One static HMC transition; ``q`` and ``g`` are updated in place.

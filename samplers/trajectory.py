@@ -94,7 +94,7 @@ class SubtreeStats(NamedTuple):
     diverging: bool
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)
 def make_work(dim, max_depth):
     """Allocate the :class:`TreeWork` buffers of one chain."""
     n = max_depth + 1
@@ -102,7 +102,7 @@ def make_work(dim, max_depth):
                     np.zeros((3, n)), np.zeros((3, dim)))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def log_add_exp(a, b):
     """Return ``log(exp(a) + exp(b))`` without overflow; -inf safe."""
     if a == -np.inf:
@@ -113,7 +113,7 @@ def log_add_exp(a, b):
     return m + math.log(math.exp(a - m) + math.exp(b - m))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _set_leaf(slots, sc, s, ends, d, lp, h, log_weight):
     """Make slot ``s`` the one-point subtree at the integrator state of end ``d``."""
     for i in range(slots.shape[2]):
@@ -130,7 +130,7 @@ def _set_leaf(slots, sc, s, ends, d, lp, h, log_weight):
     sc[LSW, s] = log_weight
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _take_proposal(slots, sc, dst, src):
     for i in range(slots.shape[2]):
         slots[Q_PROP, dst, i] = slots[Q_PROP, src, i]
@@ -139,7 +139,7 @@ def _take_proposal(slots, sc, dst, src):
     sc[E_PROP, dst] = sc[E_PROP, src]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def merge_subtrees(slots, sc, left, right, rng):
     """Merge subtree ``left`` into its successor ``right``; True if turning.
 
@@ -165,7 +165,7 @@ def merge_subtrees(slots, sc, left, right, rng):
     return turning
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
                   max_energy_error, rng, work):
     """Extend the trajectory end ``direction`` by a subtree of ``2**depth`` steps.
@@ -203,7 +203,7 @@ def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
     return SubtreeStats(True, slot, n_leaves, sum_accept, False)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _start_trajectory(metric, rng, q, g, lp, work):
     """Put the start point at both ends with a fresh momentum; return H0."""
     ends, traj = work.ends, work.traj
@@ -222,7 +222,7 @@ def _start_trajectory(metric, rng, q, g, lp, work):
     return hamiltonian(lp, p0, v0)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _trajectory_turned(work, s, d):
     """Top-level checks after appending subtree ``s`` at end ``d``.
 
@@ -238,7 +238,7 @@ def _trajectory_turned(work, s, d):
     return turning
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def _take_sample(work, s, q, g):
     """Copy the proposal of slot ``s`` into the current sample ``q, g``."""
     slots = work.slots
@@ -247,7 +247,7 @@ def _take_sample(work, s, q, g):
         g[i] = slots[G_PROP, s, i]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(nogil=True, _nrt=False)
 def nuts_transition(f, fdata, idata, metric, eps, max_depth, max_energy_error,
                     rng, q, g, lp, work):
     """One NUTS transition from ``(q, g, lp)``; ``q`` and ``g`` are updated in place.
@@ -279,7 +279,9 @@ def nuts_transition(f, fdata, idata, metric, eps, max_depth, max_energy_error,
     h0 = _start_trajectory(metric, rng, q, g, lp, work)
     ends, traj, sc = work.ends, work.traj, work.slot_scalars
     lsw_traj, e_sample = 0.0, h0
-    depth, n_steps, sum_accept, diverging = 0, 0, 0.0, False
+    # np.int64, not a literal 0: numba would otherwise also compile
+    # build_subtree for the literal type of the first iteration (about 2 s).
+    depth, n_steps, sum_accept, diverging = np.int64(0), 0, 0.0, False
     while depth < max_depth:
         d = 1 if uniform(rng) > 0.5 else 0
         for i in range(q.shape[0]):

@@ -1,28 +1,36 @@
-"""Stale numba cache files of the package are dropped."""
+"""numba's cache key of the kernels follows every source file of the package."""
 
-import os
-import time
+import shutil
+from pathlib import Path
 
-from samplers._cache import drop_stale_numba_cache
-
-
-def test_drops_groups_older_than_the_newest_source(tmp_path):
-    cache = tmp_path / "__pycache__"
-    cache.mkdir()
-    old = [cache / "kernel.run_chunk-168.py311.nbi", cache / "kernel.run_chunk-168.py311.1.nbc"]
-    mixed = [cache / "rng.uniform-70.py311.nbi", cache / "rng.uniform-70.py311.1.nbc"]
-    for p in old + mixed:
-        p.write_bytes(b"x")
-    past = time.time() - 100
-    for p in old + mixed[1:]:
-        os.utime(p, (past, past))
-    (tmp_path / "trajectory.py").write_text("# edited now\n")
-    assert drop_stale_numba_cache(tmp_path) == 4
-    assert not any(p.exists() for p in old + mixed)
-    fresh = cache / "metric.velocity-62.py311.nbi"
-    fresh.write_bytes(b"x")
-    assert drop_stale_numba_cache(tmp_path) == 0 and fresh.exists()
+from samplers import kernel
+from samplers._cache import source_hash
 
 
-def test_missing_directories_are_fine(tmp_path):
-    assert drop_stale_numba_cache(tmp_path / "nowhere") == 0
+def test_hash_changes_with_any_source_file(tmp_path):
+    for name in ("kernel.py", "trajectory.py"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    before = source_hash(tmp_path)
+    assert source_hash(tmp_path) == before
+    (tmp_path / "trajectory.py").write_text("# edited\n")
+    assert source_hash(tmp_path) != before
+    (tmp_path / "notes.txt").write_text("not a source\n")
+    assert source_hash(tmp_path) == source_hash(tmp_path)
+
+
+def test_hash_of_a_copy_is_the_same(tmp_path):
+    package = Path(kernel.__file__).parent
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in package.glob("*.py"):
+        shutil.copy(path, copy / path.name)
+    assert source_hash(copy) == kernel.SOURCE_HASH
+
+
+def test_runner_closes_over_the_variant_and_the_hash():
+    for kind in (kernel.NUTS, kernel.HMC):
+        for dense in (False, True):
+            fn = kernel._make_run_chunk(kind, dense)
+            cells = [c.cell_contents for c in fn.__closure__]
+            assert kernel.SOURCE_HASH in cells
+            assert (kind == kernel.NUTS) in cells and dense in cells

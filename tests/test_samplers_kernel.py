@@ -1,5 +1,7 @@
 """The chunked transition loop: chunking invariance and warmup adaptation."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -59,3 +61,51 @@ def test_short_warmup_without_metric_windows():
     res, state = run(diagonal_gaussian([3.0, 3.0]), 10, 20)
     np.testing.assert_array_equal(state.metric.inv_diag, [1.0, 1.0])
     assert np.isfinite(res.draws).all()
+
+
+def _warmup_only(target, tune, n_total):
+    entry = numba_entry(target)
+    state = _chain_state(entry, target.dim, False, 0, 0, None)
+    iconf, fconf = _config(kernel.NUTS, 10, 0, tune, "diag", 0.8)
+    res = runner.run_chains(entry, [state], warmup_schedule(tune), iconf, fconf,
+                            n_total, tune, 1, False)
+    return res, state
+
+
+def test_first_window_shrinks_toward_ten_times_the_initial_step_size():
+    # Stan's services set mu = log(10 * stepsize) before init_stepsize runs;
+    # the restarts after each metric window use the heuristic's step size.
+    target = diagonal_gaussian([0.01, 0.02])  # the heuristic moves far from 1
+    res, state = _warmup_only(target, 1000, 1)
+    sc = state.scalars
+    assert res.stats[0, 0, kernel.STAT_NAMES.index("step_size")] < 0.1  # the heuristic's
+    assert sc[kernel.DA_MU] == pytest.approx(math.log(10.0))
+    assert sc[kernel.DA_COUNTER] == 1.0
+    _, state = _warmup_only(target, 1000, 100)  # the first window ends at 99
+    sc = state.scalars
+    assert sc[kernel.DA_COUNTER] == 0.0
+    assert sc[kernel.DA_MU] == pytest.approx(math.log(10.0 * sc[kernel.STEP]))
+
+
+def test_metric_is_the_regularized_variance_of_the_first_window():
+    target = diagonal_gaussian([0.5, 2.0, 1.0])
+    _, state = _warmup_only(target, 1000, 99)
+    np.testing.assert_array_equal(state.metric.inv_diag, np.ones(3))  # not yet
+    res, state = _warmup_only(target, 1000, 100)
+    window = res.draws[0, 75:100]  # Stan's first slow window: 25 draws
+    expected = (25 / 30) * window.var(axis=0, ddof=1) + 1e-3 * 5 / 30
+    np.testing.assert_allclose(state.metric.inv_diag, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind, dense", [(kernel.NUTS, True), (kernel.HMC, False),
+                                         (kernel.HMC, True)])
+def test_every_variant_runs(kind, dense):
+    target = diagonal_gaussian([0.5, 2.0])
+    entry = numba_entry(target)
+    metric = "dense" if dense else "diag"
+    state = _chain_state(entry, 2, dense, 0, 0, None)
+    iconf, fconf = _config(kind, 10, 8, 150, metric, 0.8)
+    res = runner.run_chains(entry, [state], warmup_schedule(150), iconf, fconf,
+                            200, 150, 1, False)
+    assert np.isfinite(res.draws).all()
+    assert kernel.chunk_runner(kind, dense) is kernel.chunk_runner(kind, dense)

@@ -49,3 +49,12 @@ def test_stan_windows(tune, ends, first, last):
 def test_no_metric_windows_below_20_iterations():
     in_window, window_end = warmup_schedule(19)
     assert not in_window.any() and not window_end.any()
+
+
+def test_windows_follow_the_buffer_settings():
+    # CmdStan: adapt init_buffer=50 term_buffer=150 window=50, 1000 warmup.
+    in_window, window_end = warmup_schedule(1000, init_buffer=50, term_buffer=150,
+                                            base_window=50)
+    assert list(np.flatnonzero(window_end)) == [99, 199, 399, 849]
+    idx = np.flatnonzero(in_window)
+    assert (idx[0], idx[-1]) == (50, 849)

@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from samplers.metric import (hamiltonian, identity_metric, sample_momentum,
+from samplers.metric import (cholesky_lower, hamiltonian, identity_metric,
+                             inverse_transpose_lower, sample_momentum,
                              set_inverse_metric_dense, set_inverse_metric_diag, velocity)
 from samplers.rng import make_state
 
@@ -34,3 +35,23 @@ def test_hamiltonian_sign_and_nan():
     assert hamiltonian(-3.0, p, p) == 3.0 + 2.5
     assert hamiltonian(-math.inf, p, p) == math.inf
     assert hamiltonian(math.nan, p, p) == math.inf
+
+
+def test_cholesky_and_inverse_factor_match_numpy():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(6, 6))
+    cov = a @ a.T + 0.1 * np.eye(6)
+    chol, factor = np.empty((6, 6)), np.empty((6, 6))
+    assert cholesky_lower(cov, chol)
+    np.testing.assert_allclose(chol, np.linalg.cholesky(cov), rtol=1e-12, atol=1e-12)
+    inverse_transpose_lower(chol, factor)
+    np.testing.assert_allclose(factor, np.linalg.inv(chol).T, rtol=1e-10, atol=1e-12)
+
+
+def test_dense_metric_not_positive_definite_keeps_the_old_one():
+    metric = identity_metric(2, True)
+    assert set_inverse_metric_dense(metric, np.array([[2.0, 0.5], [0.5, 1.0]]))
+    before = [np.copy(a) for a in (metric.inv_dense, metric.momentum_factor)]
+    assert not set_inverse_metric_dense(metric, np.array([[1.0, 2.0], [2.0, 1.0]]))
+    np.testing.assert_array_equal(metric.inv_dense, before[0])
+    np.testing.assert_array_equal(metric.momentum_factor, before[1])

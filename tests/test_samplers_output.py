@@ -76,3 +76,17 @@ def test_batch_methods_give_the_same_output():
         for name in a[group].data_vars:
             np.testing.assert_allclose(a[group][name].values, b[group][name].values,
                                        rtol=1e-14)
+
+
+def test_log_likelihood_can_be_left_out():
+    class Counting(EightSchools):
+        calls = 0
+
+        def pointwise_log_likelihood(self, theta):
+            Counting.calls += 1
+            return super().pointwise_log_likelihood(theta)
+
+    idata = samplers.nuts(Counting(), draws=20, tune=20, chains=2, progress=False, seed=3,
+                          log_likelihood=False)
+    assert "log_likelihood" not in idata.children and "posterior" in idata.children
+    assert Counting.calls == 0

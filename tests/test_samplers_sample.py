@@ -94,3 +94,20 @@ def test_static_hmc_eight_schools():
     assert (ss["n_steps"].values[ok] == 8).all() and (ss["tree_depth"].values == 0).all()
     # exp(x_bar) is below the last iterates: acceptance ends above the target.
     assert 0.6 < ss["acceptance_rate"].values.mean() < 0.95
+
+
+def test_warmup_window_arguments_reach_the_schedule(monkeypatch):
+    from samplers import sample
+    seen = []
+    real = sample.warmup_schedule
+
+    def spy(tune, *windows):
+        seen.append((tune,) + windows)
+        return real(tune, *windows)
+
+    monkeypatch.setattr(sample, "warmup_schedule", spy)
+    samplers.nuts(NumbaTarget(std_normal, 2), draws=10, tune=300, chains=1, progress=False,
+                  adapt_init_buffer=30, adapt_term_buffer=100, adapt_window=40)
+    assert seen == [(300, 30, 100, 40)]
+    with pytest.raises(ValueError, match="adapt_window"):
+        samplers.nuts(NumbaTarget(std_normal, 2), draws=10, tune=300, adapt_window=0)

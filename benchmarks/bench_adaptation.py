@@ -1,0 +1,295 @@
+"""Adaptation and trajectory statistics of logdens' NUTS next to NumPyro's.
+
+Run: python benchmarks/bench_adaptation.py [--model poisson] [--seeds 1,2,3,4]
+     [--tools logdens,numpyro,nutpie] [--fixed] [--metric diag]
+
+Both samplers implement Stan's windowed warmup and multinomial NUTS, so on
+the same posterior they should end with similar step sizes and spend
+similar gradients per effective draw.  nutpie (optional) adapts differently
+(its mass matrix uses gradients too) and shows what that buys.  Per tool and seed (4 chains,
+``--tune`` + ``--draws``) this prints the adapted step size of each chain,
+the mean acceptance statistic of the kept draws, the histogram of
+``bit_length(n_steps)`` (the tree depth, counted the same way for both
+tools), gradients per draw, the min bulk ESS over all parameters, and
+gradients per effective draw.
+
+``--fixed`` adds a controlled run without adaptation: the step size and
+diagonal inverse metric adapted by logdens (seed 1, chain 0) are given to
+both samplers, which then differ only in their trajectory code (U-turn
+criterion, multinomial sampling).  With ``--fixed-source nutpie`` they are
+nutpie's instead (its gradient-based metric), to separate its adaptation
+from its trajectories.
+
+Everything runs in this process, pinned to one core (``--core``), with one
+thread for numba, BLAS and XLA.  Nothing is asserted about time.
+"""
+
+import os
+
+for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_samplers as bs  # noqa: E402
+
+MAX_DEPTH_SHOWN = 6
+#: Transitions discarded at the start of a ``--fixed`` run (no warmup there).
+FIXED_BURN = 200
+
+
+def _summary(tool, seed, eps, accept, n_steps, arrays, seconds):
+    """One row of statistics (a dict) from a run's raw outputs."""
+    import arviz_base
+    import arviz_stats
+
+    ess = arviz_stats.ess(arviz_base.from_dict({"posterior": arrays}), method="bulk")
+    min_ess = min(float(np.min(ess[name].values)) for name in arrays)
+    depth = np.vectorize(lambda n: int(n).bit_length())(n_steps.astype(np.int64))
+    hist = [float(np.mean(depth == d)) for d in range(1, MAX_DEPTH_SHOWN + 1)]
+    return {"tool": tool, "seed": seed, "eps": [float(e) for e in eps],
+            "accept": float(np.mean(accept)), "depth_hist": hist,
+            "grads_per_draw": float(np.mean(n_steps)), "min_ess": min_ess,
+            "grads_per_ess": float(np.sum(n_steps)) / min_ess, "seconds": seconds}
+
+
+def run_logdens(density, seed, tune, draws, metric, fixed=None):
+    """Four chains through the low-level runner; returns (row, states).
+
+    With ``fixed = (eps, inv_diag)`` there is no adaptation: every chain
+    starts at its own random point with that step size and metric and the
+    first ``FIXED_BURN`` transitions are discarded.
+    """
+    from samplers import kernel, sample
+    from samplers.mass_matrix import warmup_schedule
+    from samplers.protocol import numba_entry
+    from samplers.runner import run_chains
+
+    entry = numba_entry(density)
+    dim = int(density.dim)
+    states = [sample._chain_state(entry, dim, metric == "dense", seed, c, None)
+              for c in range(4)]
+    n_tune = tune
+    if fixed is not None:
+        eps, inv_diag = fixed
+        # Iteration 0 runs the step-size heuristic: one warmup transition,
+        # then the step size is overwritten.
+        n_tune = 1
+    iconf, fconf = sample._config(kernel.NUTS, 10, 0, n_tune, metric, 0.8)
+    start = time.perf_counter()
+    if fixed is None:
+        res = run_chains(entry, states, warmup_schedule(tune), iconf, fconf, tune + draws,
+                         tune, 1, False)
+    else:
+        for s in states:
+            s.metric.inv_diag[:] = inv_diag
+        burn = run_chains(entry, states, warmup_schedule(1), iconf, fconf, 1, 1, 1, False)
+        del burn
+        for s in states:
+            s.scalars[kernel.STEP] = eps
+        iconf[kernel.N_TUNE] = 0
+        res = _continue(entry, states, iconf, fconf, FIXED_BURN + draws)
+    seconds = time.perf_counter() - start
+    drop = n_tune if fixed is None else FIXED_BURN
+    kept, stats = res.draws[:, drop:], res.stats[:, drop:]
+    names = kernel.STAT_NAMES
+    eps_chain = stats[:, -1, names.index("step_size")]
+    arrays = {"theta": kept}
+    row = _summary("logdens", seed, eps_chain, stats[..., names.index("acceptance_rate")],
+                   stats[..., names.index("n_steps")], arrays, seconds)
+    return row, states
+
+
+def _continue(entry, states, iconf, fconf, draws):
+    """Run ``draws`` more transitions of already started chains (no warmup)."""
+    from samplers.kernel import DENSE, KIND, STAT_NAMES, chunk_runner
+    from samplers.runner import ChainsResult
+
+    dim = states[0].q.shape[0]
+    out_d = np.zeros((len(states), draws + 1, dim))
+    out_s = np.zeros((len(states), draws + 1, len(STAT_NAMES)))
+    no = np.zeros(1, dtype=np.bool_)
+    run_chunk = chunk_runner(iconf[KIND], iconf[DENSE])
+    for c, s in enumerate(states):
+        # start = 1 skips the step-size heuristic run at iteration 0.
+        run_chunk(entry.function, entry.fdata, entry.idata, s.q, s.grad, s.scalars, s.rng,
+                  s.metric.inv_diag, s.metric.inv_dense, s.metric.momentum_factor,
+                  s.metric.dense, s.wf_n, s.wf_mean, s.wf_m2_diag, s.wf_m2_dense,
+                  no, no, iconf, fconf, 1, draws + 1, out_d[c], out_s[c])
+    return ChainsResult(out_d[:, 1:], out_s[:, 1:], draws, False)
+
+
+def run_numpyro(spec, data, seed, tune, draws, fixed=None, order=None):
+    """NumPyro NUTS, 4 sequential chains; returns the row."""
+    import numpyro
+
+    numpyro.enable_x64()
+    import jax
+    import jax.numpy as jnp
+    import numpyro.distributions as dist
+    from numpyro.infer import MCMC, NUTS
+
+    model = spec["numpyro"](numpyro, dist, jnp, data)
+    if fixed is None:
+        kern = NUTS(model, target_accept_prob=0.8, max_tree_depth=10)
+    else:
+        eps, inv_diag = fixed
+        kern = NUTS(model, step_size=eps, adapt_step_size=False, adapt_mass_matrix=False,
+                    inverse_mass_matrix=jnp.asarray(inv_diag[order]), max_tree_depth=10)
+        tune = FIXED_BURN  # nothing adapts in NumPyro's warmup phase now
+    mcmc = MCMC(kern, num_warmup=tune, num_samples=draws, num_chains=4,
+                chain_method="sequential", progress_bar=False)
+    start = time.perf_counter()
+    mcmc.run(jax.random.PRNGKey(seed),
+             extra_fields=("num_steps", "accept_prob", "adapt_state.step_size"))
+    seconds = time.perf_counter() - start
+    samples = mcmc.get_samples(group_by_chain=True)
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    arrays = {name: np.asarray(samples[name]) for name in spec["free"]}
+    eps = np.asarray(extra["adapt_state.step_size"])[:, -1]
+    return _summary("numpyro", seed, eps, np.asarray(extra["accept_prob"]),
+                    np.asarray(extra["num_steps"]), arrays, seconds)
+
+
+def run_nutpie(spec, data, seed, tune, draws):
+    """nutpie (its own warmup: mass matrix from draws and gradients), 4 chains."""
+    import nutpie
+    import pymc as pm
+
+    compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+    start = time.perf_counter()
+    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=4, cores=1, seed=seed,
+                          progress_bar=False)
+    seconds = time.perf_counter() - start
+    stats = idata["sample_stats"]
+    arrays = {name: np.asarray(idata["posterior"][name].values) for name in spec["free"]}
+    eps = np.asarray(stats["step_size"].values)[:, -1]
+    return _summary("nutpie", seed, eps, np.asarray(stats["mean_tree_accept"].values),
+                    np.asarray(stats["n_steps"].values), arrays, seconds)
+
+
+def nutpie_adapted(spec, data, seed, density):
+    """Step size and diagonal inverse metric at the end of nutpie's warmup
+    (one chain), in logdens' parameter order."""
+    import nutpie
+    import pymc as pm
+
+    compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+    idata = nutpie.sample(compiled, draws=10, tune=1000, chains=1, cores=1, seed=seed,
+                          progress_bar=False, store_mass_matrix=True)
+    stats = idata["sample_stats"]
+    inv = stats["mass_matrix_inv"].isel(chain=0, draw=-1)
+    by_name = {}
+    for name, value in zip(inv["unconstrained_parameter"].values, inv.values):
+        base, _, index = str(name).replace("_log__", "").rpartition("_")
+        key = f"{base}[{index}]" if index.isdigit() else str(name).replace("_log__", "")
+        by_name[key] = float(value)
+    inv_diag = np.array([by_name[n] for n in density.param_unc_names()])
+    return float(stats["step_size"].isel(chain=0, draw=-1)), inv_diag
+
+
+def numpyro_order(density):
+    """Index array mapping NumPyro's flattened latent order onto logdens' order.
+
+    NumPyro ravels latent sites sorted by name; logdens keeps declaration order.
+    """
+    names = density.param_unc_names()
+    base = [n.split("[")[0] for n in names]
+    order = []
+    for site in sorted(dict.fromkeys(base)):
+        order += [i for i, b in enumerate(base) if b == site]
+    return np.array(order)
+
+
+def show(row):
+    eps = row["eps"]
+    hist = " ".join(f"{h:4.0%}" for h in row["depth_hist"])
+    print(f"{row['tool']:8s} seed {row['seed']}: eps {min(eps):.3f}-{max(eps):.3f} "
+          f"accept {row['accept']:.3f} depth 1..{MAX_DEPTH_SHOWN} [{hist}] "
+          f"grads/draw {row['grads_per_draw']:5.2f} min ESS {row['min_ess']:6.0f} "
+          f"grads/ESS {row['grads_per_ess']:6.2f} ({row['seconds']:.0f} s)", flush=True)
+
+
+def mean_line(rows, tool):
+    mine = [r for r in rows if r["tool"] == tool]
+    if not mine:
+        return
+    keys = ("accept", "grads_per_draw", "min_ess", "grads_per_ess")
+    means = {k: np.mean([r[k] for r in mine]) for k in keys}
+    eps = np.mean([np.mean(r["eps"]) for r in mine])
+    print(f"{tool:8s} mean over {len(mine)} seeds: eps {eps:.3f} accept {means['accept']:.3f} "
+          f"grads/draw {means['grads_per_draw']:.2f} min ESS {means['min_ess']:.0f} "
+          f"grads/ESS {means['grads_per_ess']:.2f} (sd "
+          f"{np.std([r['grads_per_ess'] for r in mine], ddof=1) if len(mine) > 1 else 0:.2f})")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="poisson", choices=list(bs.MODELS))
+    p.add_argument("--seeds", default="1,2,3,4")
+    p.add_argument("--tools", default="logdens,numpyro")
+    p.add_argument("--tune", type=int, default=1000)
+    p.add_argument("--draws", type=int, default=1000)
+    p.add_argument("--metric", default="diag", choices=("diag", "dense"))
+    p.add_argument("--fixed", action="store_true")
+    p.add_argument("--fixed-source", default="logdens", choices=("logdens", "nutpie"),
+                   help="whose adapted step size and metric --fixed uses")
+    p.add_argument("--core", type=int, default=sorted(os.sched_getaffinity(0))[0])
+    args = p.parse_args(argv)
+    os.sched_setaffinity(0, {args.core})
+    import logdens as ld
+
+    spec = bs.MODELS[args.model]
+    data = spec["data"]()
+    density = spec["logdens"](ld, data).compile()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    tools = [t for t in args.tools.split(",") if t]
+    print(f"{args.model}, {args.metric} metric, 4 chains, tune {args.tune}, draws {args.draws}, "
+          f"core {args.core}, load {os.getloadavg()}", flush=True)
+    rows, first_states = [], None
+    for seed in seeds:
+        if "logdens" in tools:
+            row, states = run_logdens(density, seed, args.tune, args.draws, args.metric)
+            first_states = first_states or states
+            rows.append(row)
+            show(row)
+        if "numpyro" in tools:
+            rows.append(run_numpyro(spec, data, seed, args.tune, args.draws))
+            show(rows[-1])
+        if "nutpie" in tools:
+            rows.append(run_nutpie(spec, data, seed, args.tune, args.draws))
+            show(rows[-1])
+    for tool in tools:
+        mean_line(rows, tool)
+    if args.fixed and args.fixed_source == "nutpie":
+        fixed = nutpie_adapted(spec, data, seeds[0], density)
+        print(f"\nfixed step size {fixed[0]:.4f} and metric of nutpie seed {seeds[0]} chain 0:")
+    elif args.fixed and first_states is not None:
+        from samplers import kernel
+        s0 = first_states[0]
+        fixed = (float(s0.scalars[kernel.STEP]), s0.metric.inv_diag.copy())
+        print(f"\nfixed step size {fixed[0]:.4f} and metric of logdens seed {seeds[0]} chain 0:")
+    else:
+        fixed = None
+    if fixed is not None:
+        fixed_rows = []
+        for seed in seeds:
+            row, _ = run_logdens(density, seed, 0, args.draws, "diag", fixed)
+            fixed_rows.append(row)
+            show(row)
+            if "numpyro" in tools:
+                fixed_rows.append(run_numpyro(spec, data, seed, 0, args.draws, fixed,
+                                              numpyro_order(density)))
+                show(fixed_rows[-1])
+        for tool in dict.fromkeys(["logdens"] + tools):
+            mean_line(fixed_rows, tool)
+
+
+if __name__ == "__main__":
+    main()
