@@ -31,7 +31,7 @@ def logpdf(x, p):
     return -math.inf
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, p, keep):
     """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 <= p <= 1.0) or not ((x == 1.0 and p > 0.0) or (x == 0.0 and p < 1.0)):

@@ -32,7 +32,7 @@ def logpdf(x, logit_p):
     return -math.inf
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, logit_p, keep):
     """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``."""
     if not math.isfinite(logit_p) or not (x == 0.0 or x == 1.0):

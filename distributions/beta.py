@@ -69,7 +69,7 @@ def logpdf(x, alpha, beta):
     return lp if -math.inf < lp < math.inf else -math.inf
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, alpha, beta, keep):
     """``(lp, d_x, d_alpha, d_beta)``; see ``distributions.spec`` for ``keep``.
 

@@ -53,7 +53,7 @@ def logpdf(x, n, alpha, beta):
             - log_rising_factorial(alpha + beta, n))
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, n, alpha, beta, keep):
     """``(lp, d_x = 0, d_n = 0, d_alpha, d_beta)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, n, alpha, beta):

@@ -43,7 +43,7 @@ def logpdf(x, n, p):
     return lp
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, n, p, keep):
     """``(lp, d_x = 0, d_n = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, n, p):

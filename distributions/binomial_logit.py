@@ -36,7 +36,7 @@ def logpdf(x, n, logit_p):
     return lchoose(n, x) + (x * log_logistic(logit_p) + (n - x) * log_logistic(-logit_p))
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, n, logit_p, keep):
     """``(lp, d_x = 0, d_n = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, n, logit_p):

@@ -64,7 +64,7 @@ def _grad_large_df(x, half_df, y):
     return lp, (half_df - 1.0) / x - 0.5, d_df
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, df, keep):
     """``(lp, d_x, d_df)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, df):

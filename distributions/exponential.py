@@ -26,7 +26,7 @@ def logpdf(x, rate):
     return vmath.log(rate) - rate * x
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, rate, keep):
     """``(lp, d_x, d_rate)``; see ``distributions.spec`` for ``keep``.
 

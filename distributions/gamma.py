@@ -90,7 +90,7 @@ def _grad_large_shape(x, a, rate, y):
     return lp, (a - 1.0) / x - rate, vmath.log(rate) - digamma(a) + log_x, a / rate - x
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, concentration, rate, keep):
     """``(lp, d_x, d_concentration, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, rate):

@@ -38,7 +38,7 @@ def logpdf(x, p):
     return vmath.log(p) + (x * vmath.log1p(-p) if x > 0.0 else 0.0)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, p, keep):
     """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, p):

@@ -38,7 +38,7 @@ def logpdf(x, loc, scale):
     return -z - vmath.exp(-z) - vmath.log(scale)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale):

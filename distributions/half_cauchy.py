@@ -27,7 +27,7 @@ def logpdf(x, scale):
     return -log1p_z2 - vmath.log(scale) + (LOG_2 - LOG_PI)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``.
 

@@ -27,7 +27,7 @@ def logpdf(x, scale):
     return -0.5 * z * z - vmath.log(scale) + (LOG_2 - LOG_SQRT_2PI)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``.
 

@@ -28,7 +28,7 @@ def logpdf(x, df, scale):
     return LOG_2 + t_logpdf(x, df, 0.0, scale)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, df, scale, keep):
     """``(lp, d_x, d_df, d_scale)``; see ``distributions.spec`` for ``keep``.
 

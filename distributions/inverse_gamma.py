@@ -67,7 +67,7 @@ def _grad_large_shape(x, a, scale, y):
             (a - scale_over_x) / scale)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, concentration, scale, keep):
     """``(lp, d_x, d_concentration, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, scale):

@@ -25,7 +25,7 @@ def logpdf(x, loc, scale):
     return -abs(x - loc) / scale - vmath.log(scale) - LOG_2
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``.
 

@@ -29,7 +29,7 @@ def logpdf(x, loc, scale):
     return -0.5 * z * z - log_x - vmath.log(scale) - LOG_SQRT_2PI
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):

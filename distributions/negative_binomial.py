@@ -47,7 +47,7 @@ def logpdf(x, mu, phi):
             - x * log1p_ratio(phi, mu) - phi * log1p_ratio(mu, phi))
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, mu, phi, keep):
     """``(lp, d_x = 0, d_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, mu, phi):

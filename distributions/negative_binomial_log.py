@@ -53,7 +53,7 @@ def logpdf(x, log_mu, phi):
             - x * log1pexp(-d) - phi * log1pexp(d))
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, log_mu, phi, keep):
     """``(lp, d_x = 0, d_log_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, log_mu, phi):

@@ -36,7 +36,7 @@ def logpdf(x, alpha, scale):
     return vmath.log(alpha) + alpha * log_ratio(scale, x) - vmath.log(x)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, alpha, scale, keep):
     """``(lp, d_x, d_alpha, d_scale)``; see ``distributions.spec`` for ``keep``.
 

@@ -26,7 +26,7 @@ def logpdf(x, rate):
     return x * vmath.log(rate) - rate - math.lgamma(x + 1.0)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, rate, keep):
     """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):

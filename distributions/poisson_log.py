@@ -38,7 +38,7 @@ def logpdf(x, log_rate):
     return x * log_rate - vmath.exp(log_rate) - math.lgamma(x + 1.0)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, log_rate, keep):
     """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, log_rate):

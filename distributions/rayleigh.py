@@ -40,7 +40,7 @@ def logpdf(x, scale):
     return vmath.log(x) - 2.0 * vmath.log(scale) - 0.5 * z * z
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _finite(x, scale):

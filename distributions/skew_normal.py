@@ -37,7 +37,7 @@ def logpdf(x, loc, scale, alpha):
     return -0.5 * z * z - vmath.log(scale) + log_ndtr(alpha * z) + (LOG_2 - LOG_SQRT_2PI)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, loc, scale, alpha, keep):
     """``(lp, d_x, d_loc, d_scale, d_alpha)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale, alpha):

@@ -60,7 +60,7 @@ def logpdf(x, df, loc, scale):
     return log_norm - LOG_SQRT_PI - vmath.log(scale) - 0.5 * (df + 1.0) * log1p_t2
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, df, loc, scale, keep):
     """``(lp, d_x, d_df, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, df, loc, scale):

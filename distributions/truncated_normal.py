@@ -122,7 +122,7 @@ def logpdf(x, loc, scale, lower, upper):
     return -0.5 * z * z - vmath.log(scale) - LOG_SQRT_2PI - log_mass
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, loc, scale, lower, upper, keep):
     """``(lp, d_x, d_loc, d_scale, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale, lower, upper):

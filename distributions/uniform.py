@@ -45,7 +45,7 @@ def logpdf(x, lower, upper):
     return -_log_width(lower, upper)[0]
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, lower, upper, keep):
     """``(lp, d_x = 0, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``.
 

@@ -41,7 +41,7 @@ def logpdf(x, loc, concentration):
     return lp if lp > -math.inf else -math.inf
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, loc, concentration, keep):
     """``(lp, d_x, d_loc, d_concentration)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, concentration):

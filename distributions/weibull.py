@@ -47,7 +47,7 @@ def logpdf(x, concentration, scale):
     return vmath.log(concentration) - vmath.log(x) + (v - vmath.exp(v))
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, concentration, scale, keep):
     """``(lp, d_x, d_concentration, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, scale):

@@ -61,7 +61,7 @@ def logpdf(x, zi, rate):
     return vmath.log1p(-zi) + x * vmath.log(rate) - rate - math.lgamma(x + 1.0)
 
 
-@register_jitable(inline="always")
+@register_jitable(forceinline=True)
 def logpdf_grad(x, zi, rate, keep):
     """``(lp, d_x = 0, d_zi, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, zi, rate):
