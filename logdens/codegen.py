@@ -378,9 +378,14 @@ class Lowering:
         for buffer, X, p in self.blocked:
             vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
             before += [f"{buffer} = np.empty({BLOCK})", f"v{buffer} = {vector}"]
-            views.setdefault(f"{X}_b", f"{X}[:, b0:b1]")
+            # One column of the block at a time, as a 1-D slice: numba types it
+            # contiguous, so the loop vectorizes (a 2-D view X[:, b0:b1] has
+            # run-time strides and did not: 240 against 132 us on the logistic
+            # regression).
             start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.size}):",
-                      f"    for r in range(b1 - b0):", f"        {buffer}[r] += {X}_b[j, r] * v{buffer}[j]"]
+                      f"    column = {X}[j, b0:b1]  # X[b0:b1, j]: X is stored transposed",
+                      f"    weight = v{buffer}[j]", "    for r in range(b1 - b0):",
+                      f"        {buffer}[r] += column[r] * weight"]
             if self.gradient:
                 before.append(f"a{buffer} = np.empty({BLOCK})")
                 start.append(f"a{buffer}[:b1 - b0] = 0.0")
@@ -390,8 +395,9 @@ class Lowering:
                     sink = f"aw_{p.name}[j] += "
                 else:
                     sink = f"grad[{p.offset} + j] += dw_{p.name}[j] * "
-                finish += [f"for j in range({p.size}):", "    total = 0.0", "    for r in range(b1 - b0):",
-                           f"        total += {X}_b[j, r] * a{buffer}[r]", f"    {sink}total"]
+                finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
+                           "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
+                           f"    {sink}total"]
         return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
             [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + [f"{v} = {e}" for v, e in views.items()] + start
             + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
