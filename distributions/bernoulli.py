@@ -23,7 +23,7 @@ def logpdf(x, p):
     if not (0.0 <= p <= 1.0):
         return -math.inf
     # Only one of the two terms is present, so log(0) is taken only where
-    # the mass is 0 and is written as -inf instead (vmath.log(0.0) raises).
+    # the mass is 0 and is written as -inf explicitly.
     if x == 1.0:
         return vmath.log(p) if p > 0.0 else -math.inf
     if x == 0.0:
