@@ -22,7 +22,7 @@ import re
 from logdens import expr as ex
 from logdens.layout import module_alias
 
-BLOCK = 256  # rows per block of a row-aligned matrix product: the block of X stays in cache
+BLOCK = 256  # rows per block of a blocked term loop: its buffers and its block of X stay in cache
 # ``array[<<row:offset:i>>]``: element ``offset + i`` of ``array`` at the row ``i`` of a
 # term loop, and ``<<global:i>>`` the row's index in the plate; ``Lowering._resolve``
 # writes them out once it knows whether the loop runs in blocks.
@@ -245,7 +245,7 @@ class Lowering:
         X = f"d_{self.layout.data_name(matrix)}"
         if self._row_aligned(block, index):
             # Row-aligned with the term's loop: computed a block of rows at a
-            # time by BLAS (see _blocks), read here from the block's buffer.
+            # time (see _blocks), read here from the block's buffer.
             buffer = f"eta{var[1:]}"
             self.blocked.append((buffer, X, p))
             block.forward.append(f"{var} = {buffer}[{index}]  # {node.label()}")
