@@ -364,8 +364,16 @@ class Lowering:
             return [f"for {loop.index} in range({loop.length}):"] + indent(self._resolve(inner, None))
         views = {}
         inner = self._resolve(inner, views)
-        before, start, finish = [], [], []
-        fill, scatter = [], []
+        before, start, finish = self._gather_lines()
+        for lines, more in zip((before, start, finish), self._product_lines()):
+            lines += more
+        return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
+            [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + [f"{v} = {e}" for v, e in views.items()] + start
+            + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
+
+    def _gather_lines(self):
+        """(before the blocks, before a block's rows, after them) for the gathers."""
+        before, fill, scatter = [], [], []
         for buffer, load, sink in self.gathered:
             before.append(f"{buffer} = np.empty({BLOCK})")
             fill.append(f"{buffer}[r] = {load}")
@@ -373,34 +381,40 @@ class Lowering:
                 before.append(f"a{buffer} = np.empty({BLOCK})")
                 fill.append(f"a{buffer}[r] = 0.0")
                 scatter.append(f"{sink}a{buffer}[r]")
-        start += ["for r in range(b1 - b0):"] + indent(fill) if fill else []
-        finish += ["for r in range(b1 - b0):"] + indent(scatter) if scatter else []
+        start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
+        finish = ["for r in range(b1 - b0):"] + indent(scatter) if scatter else []
+        return before, start, finish
+
+    def _product_lines(self):
+        """(before the blocks, before a block's rows, after them) for ``X @ beta``.
+
+        One column of the block at a time, as a 1-D slice: numba types it
+        contiguous, so the loop vectorizes (a 2-D view ``X[:, b0:b1]`` has
+        run-time strides and did not: 240 against 132 us on the logistic
+        regression).
+        """
+        before, start, finish = [], [], []
         for buffer, X, p in self.blocked:
             vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
             before += [f"{buffer} = np.empty({BLOCK})", f"v{buffer} = {vector}"]
-            # One column of the block at a time, as a 1-D slice: numba types it
-            # contiguous, so the loop vectorizes (a 2-D view X[:, b0:b1] has
-            # run-time strides and did not: 240 against 132 us on the logistic
-            # regression).
             start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.size}):",
                       f"    column = {X}[j, b0:b1]  # X[b0:b1, j]: X is stored transposed",
                       f"    weight = v{buffer}[j]", "    for r in range(b1 - b0):",
                       f"        {buffer}[r] += column[r] * weight"]
-            if self.gradient:
-                before.append(f"a{buffer} = np.empty({BLOCK})")
-                start.append(f"a{buffer}[:b1 - b0] = 0.0")
-                if p.transform.identity:
-                    sink = f"grad[{p.offset} + j] += "
-                elif p.transform.event:
-                    sink = f"aw_{p.name}[j] += "
-                else:
-                    sink = f"grad[{p.offset} + j] += dw_{p.name}[j] * "
-                finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
-                           "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
-                           f"    {sink}total"]
-        return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
-            [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + [f"{v} = {e}" for v, e in views.items()] + start
-            + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
+            if not self.gradient:
+                continue
+            before.append(f"a{buffer} = np.empty({BLOCK})")
+            start.append(f"a{buffer}[:b1 - b0] = 0.0")
+            if p.transform.identity:
+                sink = f"grad[{p.offset} + j] += "
+            elif p.transform.event:
+                sink = f"aw_{p.name}[j] += "
+            else:
+                sink = f"grad[{p.offset} + j] += dw_{p.name}[j] * "
+            finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
+                       "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
+                       f"    {sink}total"]
+        return before, start, finish
 
     def _row_only_params(self, term):
         """Vector parameters ``term`` reads only element by element at its own row
