@@ -166,13 +166,16 @@ class Lowering:
         at = self.gathered_index[index]
         buffer = f"g{var[1:]}"
         col = f"{p.offset} + {at}" if p.offset else at
-        if p.transform.identity:
-            load, sink = f"theta[{col}]", f"grad[{col}] += "
+        load = f"theta[{col}]" if p.transform.identity else f"w_{node.name}[{at}]"
+        if not self.gradient:
+            sink = None
+        elif p.transform.identity:
+            sink = f"{self.target(col, self.row)} += "
         elif p.transform.event:
-            load, sink = f"w_{node.name}[{at}]", f"aw_{node.name}[{at}] += "
+            sink = f"aw_{node.name}[{at}] += "
         else:
-            load, sink = f"w_{node.name}[{at}]", f"grad[{col}] += dw_{node.name}[{at}] * "
-        self.gathered.append((buffer, load, sink if self.gradient else None))
+            sink = f"{self.target(col, self.row)} += dw_{node.name}[{at}] * "
+        self.gathered.append((buffer, load, sink))
         block.forward.append(f"{var} = {buffer}[{block.index}]  # {node.name}[{index}]")
         return lambda a, b: [f"a{buffer}[{block.index}] += {a}"]
 
@@ -327,15 +330,13 @@ class Lowering:
         if self.assign_first and not (self.per_row or chunked):
             self.assigning = self._row_only_params(term) - self.assigned
             self.assigned |= self.assigning
-        self.blockable = not (self.per_row or chunked)
+        self.blockable = not self.per_row
         result = self._term_value(term, keep, loop, outer, mode)
         head = [f"# term {term.name!r}: {self._describe(term)}"]
         if not self.gradient:
             return head + outer.forward + self._blocks(loop, loop.forward)
         self._seed(term, result, loop)
         inner = loop.forward + self._adjoint_inits(loop) + self._reverse(loop)
-        if self.blocked or self.gathered:
-            return head + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner) + self._reverse(outer)
         if self.per_row:  # scalar and vector-transform adjoints flushed into each row
             events = [p for p in self.layout.params.values() if p.transform.event]
             inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner
@@ -348,7 +349,7 @@ class Lowering:
         self.target, self.lp = self.serial_target, "lp"
         return lines
 
-    def _blocks(self, loop, inner):
+    def _blocks(self, loop, inner, lo="0", hi=None):
         """The term's loop, in blocks of ``BLOCK`` rows when it holds row-aligned
         ``X @ beta`` or gathers ``a[idx]``.
 
@@ -358,17 +359,23 @@ class Lowering:
         vectorize. Gathered values are copied into buffers before the rows and
         their adjoints scattered after: the loop over the rows then reads and
         writes only at its own index, so it vectorizes too. No array of the
-        data's length is made.
+        data's length is made. A chunk of the parallel variant runs its rows
+        ``lo:hi`` the same way, in one block when it needs no buffers.
         """
-        if not (self.blocked or self.gathered):
-            return [f"for {loop.index} in range({loop.length}):"] + indent(self._resolve(inner, None))
+        hi = hi or loop.length
+        buffered = bool(self.blocked or self.gathered)
+        if not buffered and lo == "0":
+            return [f"for {loop.index} in range({hi}):"] + indent(self._resolve(inner, None))
         views = {}
         inner = self._resolve(inner, views)
+        if not buffered:
+            return ([f"b0, b1 = {lo}, {hi}"] + [f"{v} = {e}" for v, e in views.items()]
+                    + [f"for {loop.index} in range(b1 - b0):"] + indent(inner))
         before, start, finish = self._gather_lines()
         for lines, more in zip((before, start, finish), self._product_lines()):
             lines += more
-        return before + [f"for b0 in range(0, {loop.length}, {BLOCK}):"] + indent(
-            [f"b1 = min(b0 + {BLOCK}, {loop.length})"] + [f"{v} = {e}" for v, e in views.items()] + start
+        return before + [f"for b0 in range({lo}, {hi}, {BLOCK}):"] + indent(
+            [f"b1 = min(b0 + {BLOCK}, {hi})"] + [f"{v} = {e}" for v, e in views.items()] + start
             + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
 
     def _gather_lines(self):
@@ -405,12 +412,13 @@ class Lowering:
                 continue
             before.append(f"a{buffer} = np.empty({BLOCK})")
             start.append(f"a{buffer}[:b1 - b0] = 0.0")
+            target = self.target(f"{p.offset} + j", self.row)
             if p.transform.identity:
-                sink = f"grad[{p.offset} + j] += "
+                sink = f"{target} += "
             elif p.transform.event:
                 sink = f"aw_{p.name}[j] += "
             else:
-                sink = f"grad[{p.offset} + j] += dw_{p.name}[j] * "
+                sink = f"{target} += dw_{p.name}[j] * "
             finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
                        "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
                        f"    {sink}total"]
@@ -437,7 +445,7 @@ class Lowering:
         """Gradient entry written by a chunk: elements at the loop's own index are
         disjoint between chunks and go straight to ``grad``; the rest (scalars,
         gathers, matrix products) go to the chunk's private row of ``bufs``."""
-        if str(col) == row or str(col).endswith(f" + {row}"):
+        if str(col) == row or str(col).endswith(f" + {row}") or str(col).startswith("<<row:"):
             return f"grad[{col}]"
         self.uses_bufs = True
         return f"bufs[c, {col}]"
@@ -451,8 +459,7 @@ class Lowering:
         """
         n = self.chunks
         body = (["lo, hi = c * n_chunked // {0}, (c + 1) * n_chunked // {0}".format(n), "lp_c = 0.0"]
-                + outer.forward + self._adjoint_inits(outer)
-                + [f"for {loop.index} in range(lo, hi):"] + indent(inner)
+                + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner, "lo", "hi")
                 + self._reverse(outer) + ["lps[c] += lp_c"])
         return head + [f"n_chunked = {loop.length}", f"for c in numba.prange({n}):"] + indent(body)
 
