@@ -91,6 +91,33 @@ def test_first_term_to_read_a_vector_assigns_its_gradient_entries():
     np.testing.assert_allclose(grad_py, grad, rtol=1e-12)
 
 
+def test_blocked_loop_with_gather_slice_and_product():
+    """A term whose loop runs in blocks (a gather, ``X @ beta``) and also reads a
+    slice: the slice's index is the plate's, ``b0 + i``. Checked against finite
+    differences, plain Python and the parallel variant, with more rows than a
+    block so that the blocks and the chunks split the rows."""
+    n = 700
+    rng = np.random.default_rng(5)
+    m = ld.Model()
+    b = m.param("b", ld.Normal(0, 1), shape=K)
+    beta = m.param("beta", ld.Normal(0, 1), shape=D)
+    c = m.param("c", ld.Normal(0, 1), shape=2 * n)
+    s = m.param("s", ld.Exponential(1.0))
+    loc = b[m.data("idx", rng.integers(0, K, n))] + m.data("X", rng.normal(size=(n, D))) @ beta + c[::2]
+    m.observe("y", ld.Normal(loc, s), rng.normal(size=n))
+    density = m.compile()
+    assert "for b0 in range(0, n_y, 256):" in density.source()
+    theta = np.random.default_rng(6).normal(scale=0.5, size=density.dim)
+    check_gradient(density, theta, np.random.default_rng(7))
+    lp, grad = density.log_density_gradient(theta)
+    lp_py, grad_py = m.compile(backend="python").log_density_gradient(theta)
+    assert lp_py == pytest.approx(lp, rel=1e-12)
+    np.testing.assert_allclose(grad_py, grad, rtol=1e-10, atol=1e-12)
+    lp_par, grad_par = m.compile(parallel=True).log_density_gradient(theta)
+    assert lp_par == pytest.approx(lp, rel=1e-12)
+    np.testing.assert_allclose(grad_par, grad, rtol=1e-10, atol=1e-12)
+
+
 def test_generated_source_is_readable():
     m = ld.Model()
     mu = m.param("mu", ld.Normal(0, 1))
