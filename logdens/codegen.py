@@ -167,17 +167,17 @@ class Lowering:
         buffer = f"g{var[1:]}"
         col = f"{p.offset} + {at}" if p.offset else at
         load = f"theta[{col}]" if p.transform.identity else f"w_{node.name}[{at}]"
-        if not self.gradient:
-            sink = None
-        elif p.transform.identity:
-            sink = f"{self.target(col, self.row)} += "
-        elif p.transform.event:
-            sink = f"aw_{node.name}[{at}] += "
-        else:
-            sink = f"{self.target(col, self.row)} += dw_{node.name}[{at}] * "
-        self.gathered.append((buffer, load, sink))
+        self.gathered.append((buffer, load, self._sink(p, col, at) if self.gradient else None))
         block.forward.append(f"{var} = {buffer}[{block.index}]  # {node.name}[{index}]")
         return lambda a, b: [f"a{buffer}[{block.index}] += {a}"]
+
+    def _sink(self, p, col, at):
+        """Code that, followed by a value, adds it to the adjoint of element ``at``
+        of parameter ``p`` (unconstrained column ``col``)."""
+        if p.transform.event:
+            return f"aw_{p.name}[{at}] += "
+        scale = "" if p.transform.identity else f"dw_{p.name}[{at}] * "
+        return f"{self.target(col, self.row)} += {scale}"
 
     def _row_aligned(self, block, index):
         """Whether ``index`` is the row of a term loop that may run in blocks."""
@@ -259,11 +259,7 @@ class Lowering:
                           f"    {var} += {X}[{j}, {index}] * {element}"]
 
         def rule(a, b):
-            if p.transform.event:
-                adjoint = f"aw_{vector.name}[{j}] += "
-            else:
-                scale = "" if p.transform.identity else f"dw_{vector.name}[{j}] * "
-                adjoint = f"{self.target(f'{p.offset} + {j}', self.row)} += {scale}"
+            adjoint = self._sink(p, f"{p.offset} + {j}", j)
             return [f"for {j} in range({vector.shape[0]}):", f"    {adjoint}{a} * {X}[{j}, {index}]"]
         return rule
 
@@ -412,16 +408,9 @@ class Lowering:
                 continue
             before.append(f"a{buffer} = np.empty({BLOCK})")
             start.append(f"a{buffer}[:b1 - b0] = 0.0")
-            target = self.target(f"{p.offset} + j", self.row)
-            if p.transform.identity:
-                sink = f"{target} += "
-            elif p.transform.event:
-                sink = f"aw_{p.name}[j] += "
-            else:
-                sink = f"{target} += dw_{p.name}[j] * "
             finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
                        "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
-                       f"    {sink}total"]
+                       f"    {self._sink(p, f'{p.offset} + j', 'j')}total"]
         return before, start, finish
 
     def _row_only_params(self, term):
