@@ -367,51 +367,55 @@ class Lowering:
         if not buffered:
             return ([f"b0, b1 = {lo}, {hi}"] + [f"{v} = {e}" for v, e in views.items()]
                     + [f"for {loop.index} in range(b1 - b0):"] + indent(inner))
-        before, start, finish = self._gather_lines()
-        for lines, more in zip((before, start, finish), self._product_lines()):
+        buffers, before, start, finish = self._gather_lines()
+        for lines, more in zip((buffers, before, start, finish), self._product_lines()):
             lines += more
+        # The buffers are rows of one array: one allocation per call (or per chunk).
+        before = ([f"scratch = np.empty(({len(buffers)}, {BLOCK}))"]
+                  + [f"{name} = scratch[{k}]" for k, name in enumerate(buffers)] + before)
         return before + [f"for b0 in range({lo}, {hi}, {BLOCK}):"] + indent(
             [f"b1 = min(b0 + {BLOCK}, {hi})"] + [f"{v} = {e}" for v, e in views.items()] + start
             + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
 
     def _gather_lines(self):
-        """(before the blocks, before a block's rows, after them) for the gathers."""
-        before, fill, scatter = [], [], []
+        """(buffers, lines before the blocks, before a block's rows, after them) for the gathers."""
+        buffers, fill, scatter = [], [], []
         for buffer, load, sink in self.gathered:
-            before.append(f"{buffer} = np.empty({BLOCK})")
+            buffers.append(buffer)
             fill.append(f"{buffer}[r] = {load}")
             if sink is not None:
-                before.append(f"a{buffer} = np.empty({BLOCK})")
+                buffers.append(f"a{buffer}")
                 fill.append(f"a{buffer}[r] = 0.0")
                 scatter.append(f"{sink}a{buffer}[r]")
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
         finish = ["for r in range(b1 - b0):"] + indent(scatter) if scatter else []
-        return before, start, finish
+        return buffers, [], start, finish
 
     def _product_lines(self):
-        """(before the blocks, before a block's rows, after them) for ``X @ beta``.
+        """(buffers, lines before the blocks, before a block's rows, after them) for ``X @ beta``.
 
         One column of the block at a time, as a 1-D slice: numba types it
         contiguous, so the loop vectorizes (a 2-D view ``X[:, b0:b1]`` has
         run-time strides and did not: 240 against 132 us on the logistic
         regression).
         """
-        before, start, finish = [], [], []
+        buffers, before, start, finish = [], [], [], []
         for buffer, X, p in self.blocked:
             vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
-            before += [f"{buffer} = np.empty({BLOCK})", f"v{buffer} = {vector}"]
+            buffers.append(buffer)
+            before.append(f"v{buffer} = {vector}")
             start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.size}):",
                       f"    column = {X}[j, b0:b1]  # X[b0:b1, j]: X is stored transposed",
                       f"    weight = v{buffer}[j]", "    for r in range(b1 - b0):",
                       f"        {buffer}[r] += column[r] * weight"]
             if not self.gradient:
                 continue
-            before.append(f"a{buffer} = np.empty({BLOCK})")
+            buffers.append(f"a{buffer}")
             start.append(f"a{buffer}[:b1 - b0] = 0.0")
             finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
                        "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
                        f"    {self._sink(p, f'{p.offset} + j', 'j')}total"]
-        return before, start, finish
+        return buffers, before, start, finish
 
     def _row_only_params(self, term):
         """Vector parameters ``term`` reads only element by element at its own row
