@@ -676,7 +676,7 @@ def _loops(fn, nargs):
 ])
 def test_special_functions_keep_their_flags_inside_a_reassociating_loop(name, args):
     """Compiled inside a loop with the engine's ``reassoc``, a special function
-    keeps its own fastmath flags (distributions.jit), so it gives the same bits
+    keeps its own fastmath flags (``special._jitable``), so it gives the same bits
     as in a loop without fastmath. It used to take its caller's: lchoose then
     moved by up to 6.9e-11 relative, log_ndtr by 6.5e-14."""
     arrays = args(np.random.default_rng(0))
