@@ -16,13 +16,16 @@ if hasattr(os, "sched_setaffinity"):
 
 import math  # noqa: E402
 import platform  # noqa: E402
-import time  # noqa: E402
+import sys  # noqa: E402
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 from distributions import vmath  # noqa: E402
 from logdens.engine import FASTMATH  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_parallel import median_time  # noqa: E402
 
 
 def loop_over(fn):
@@ -31,16 +34,6 @@ def loop_over(fn):
         for i in range(x.size):
             out[i] = fn(x[i])
     return loop
-
-
-def median_ns(fn, n, repeats=31):
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples)) / n * 1e9
 
 
 def main():
@@ -61,9 +54,9 @@ def main():
         want = ufunc(x)
         ulp = float(np.max(np.abs(out - want) / np.spacing(np.abs(want))))
         assert ulp <= 2.0, (name, ulp)
-        t_ours = median_ns(lambda: fast(x, out), n)
-        t_libm = median_ns(lambda: slow(x, ref), n)
-        t_numpy = median_ns(lambda: ufunc(x, out=ref), n)
+        t_ours = median_time(lambda: fast(x, out), 31) / n * 1e9
+        t_libm = median_time(lambda: slow(x, ref), 31) / n * 1e9
+        t_numpy = median_time(lambda: ufunc(x, out=ref), 31) / n * 1e9
         print(f"| {name} | {t_ours:.2f} | {t_libm:.2f} | {t_numpy:.2f} | {t_libm / t_ours:.1f} | {ulp:.0f} |")
 
 
