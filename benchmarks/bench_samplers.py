@@ -22,12 +22,16 @@ mass matrix.  Reported per tool:
   ``import samplers`` and ``samplers.kernel.chunk_runner`` for NUTS with a
   diagonal metric, which compiles the package's transition loop (or loads it
   from numba's disk cache), and a first call of ``distributions.vmath``'s
-  functions (library code compiled once per install, like the loop).  logdens leaves out the pointwise log-likelihood
-  group (``log_likelihood=False``), as the peers do by default; pass
-  ``--log-likelihood`` to include it.  Two rows: "logdens" with the kernel in
-  numba's disk cache (every run after the first on a machine: the import time
-  is measured again in a second process), "logdens, empty numba cache" with
-  the kernel compiled from scratch (the first run after installing).  nutpie:
+  functions (library code compiled once per install, like the loop).  logdens
+  leaves out the pointwise log-likelihood group (``log_likelihood=False``),
+  as the peers do by default; pass ``--log-likelihood`` to include it.  Two
+  rows from two processes sharing one numba cache directory: "logdens, empty
+  numba cache" runs first and compiles everything (the first run after
+  installing); "logdens" runs second and finds the library code in numba's
+  disk cache (the NUTS loop, vmath and the distributions' kernels, which
+  numba caches per argument types), while the model's own generated module
+  is compiled from scratch (a fresh logdens cache directory): the first run
+  of a new model on a machine where logdens has run before.  nutpie:
   building the PyMC model and ``compile_pymc_model``.  PyMC: wall time of
   building the model and ``pm.sample`` minus its own ``sampling_time``.
   NumPyro recompiles for every chain and every ``run`` in sequential mode:
@@ -432,46 +436,51 @@ def available(tool):
 
 
 def spawn(model, tool, args):
-    """Run :func:`worker` in a fresh process with an empty numba cache."""
+    """Run :func:`worker` in a fresh process with an empty numba cache; logdens
+    then runs again in a second process that finds its library code (the NUTS
+    loop, vmath, the distribution kernels) in that cache, its model compiled
+    again from scratch (``run_logdens`` uses a fresh logdens cache directory)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "result.json")
         env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
                    PYTHONWARNINGS="ignore")
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", model, tool,
-               "--draws", str(args.draws), "--tune", str(args.tune), "--seed", str(args.seed),
-               "--core", str(args.core), "--out", out] + (
-                   ["--log-likelihood"] if args.log_likelihood else [])
-        start = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                                  timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            return {"error": f"timed out after {args.timeout} s"}
-        wall = time.perf_counter() - start
-        if proc.returncode != 0 or not os.path.exists(out):
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-            return {"error": "worker failed:\n    " + "\n    ".join(tail)}
-        with open(out) as f:
-            result = json.load(f)
-        if tool == "logdens":  # the same import again, now from numba's disk cache
-            code = ("import time, arviz_base, numba, logdens; t = time.perf_counter()\n"
-                    + LIBRARY_CODE + "print(time.perf_counter() - t)")
-            proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                  text=True, check=True)
-            result["warm_import_s"] = float(proc.stdout.split()[-1])
+        cold = _spawn_one(model, tool, args, env, os.path.join(tmp, "cold.json"))
+        if tool != "logdens" or "error" in cold:
+            return cold
+        return {"cold": cold, "warm": _spawn_one(model, tool, args, env, os.path.join(tmp, "warm.json"))}
+
+
+def _spawn_one(model, tool, args, env, out):
+    """One worker process; its summary, or ``{"error": ...}``."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", model, tool,
+           "--draws", str(args.draws), "--tune", str(args.tune), "--seed", str(args.seed),
+           "--core", str(args.core), "--out", out] + (
+               ["--log-likelihood"] if args.log_likelihood else [])
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                              timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout} s"}
+    wall = time.perf_counter() - start
+    if proc.returncode != 0 or not os.path.exists(out):
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
+        return {"error": "worker failed:\n    " + "\n    ".join(tail)}
+    with open(out) as f:
+        result = json.load(f)
     result["process_s"] = wall
     return result
 
 
 def logdens_rows(results):
-    """Split the logdens result into a row with the samplers kernel loaded from
-    numba's disk cache and one where it is compiled (empty cache)."""
+    """The logdens result as two rows: library code loaded from numba's disk
+    cache ("logdens") and compiled too ("logdens, empty numba cache"); each
+    counts its library time in its compile column."""
     r = results.pop("logdens", None)
     if r is None or "error" in r:
         return dict({"logdens": r} if r else {}, **results)
-    warm = dict(r, compile_s=r["compile_s"] + r["warm_import_s"])
-    cold = dict(r, compile_s=r["compile_s"] + r["import_samplers_s"])
-    return dict({"logdens": warm, "logdens, empty numba cache": cold}, **results)
+    rows = {name: dict(r[key], compile_s=r[key]["compile_s"] + r[key]["import_samplers_s"])
+            for name, key in (("logdens", "warm"), ("logdens, empty numba cache", "cold"))}
+    return dict(rows, **results)
 
 
 def check_means(model, results):
@@ -624,8 +633,10 @@ def main(argv=None):
         results = {}
         for tool in runnable:
             results[tool] = spawn(model, tool, args)
+            runs = [results[tool].get(k) for k in ("cold", "warm")] if tool == "logdens" else []
+            seconds = [r["process_s"] for r in (runs if all(runs) else [results[tool]]) if "process_s" in r]
             print(f"  {model} / {tool}: " + (results[tool].get("error") or
-                  f"{results[tool]['process_s']:.1f} s in its process"), flush=True)
+                  " + ".join(f"{s:.1f}" for s in seconds) + " s in its process(es)"), flush=True)
         results = logdens_rows(results)
         everything[model] = results
         problems += check_means(model, results)

@@ -9,15 +9,14 @@ scipy: ``scipy.stats.bernoulli(p)``; Stan: ``bernoulli_lpmf(x | p)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import integer_interval, unit_interval
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 
 
-@register_jitable
+@jitable
 def logpdf(x, p):
     """Normalized log mass; ``-inf`` off {0, 1} or for p outside [0, 1]."""
     if not (0.0 <= p <= 1.0):
@@ -31,7 +30,7 @@ def logpdf(x, p):
     return -math.inf
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, p, keep):
     """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 <= p <= 1.0) or not ((x == 1.0 and p > 0.0) or (x == 0.0 and p < 1.0)):

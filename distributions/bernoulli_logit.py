@@ -11,16 +11,15 @@ Stan: ``bernoulli_logit_lpmf(x | logit_p)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import integer_interval, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import log_logistic
 
 
-@register_jitable
+@jitable
 def logpdf(x, logit_p):
     """Normalized log mass; ``-inf`` off {0, 1} or for a non-finite logit."""
     if not math.isfinite(logit_p):
@@ -32,7 +31,7 @@ def logpdf(x, logit_p):
     return -math.inf
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, logit_p, keep):
     """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``."""
     if not math.isfinite(logit_p) or not (x == 0.0 or x == 1.0):

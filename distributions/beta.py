@@ -16,28 +16,27 @@ series (``_large_shapes_log_density``) instead.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import interval, positive
 from distributions.frozen import Distribution
 from distributions.gamma import LARGE_SHAPE
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_SQRT_2PI, digamma_diff, lbeta, lgamma_stirling_diff, logmxp1
 
 
-@register_jitable
+@jitable
 def _valid(x, alpha, beta):
     return 0.0 < alpha < math.inf and 0.0 < beta < math.inf and 0.0 < x < 1.0
 
 
-@register_jitable
+@jitable
 def _large_shapes(alpha, beta):
     """Whether the Stirling form applies: both shapes large, a + b finite."""
     return alpha >= LARGE_SHAPE and beta >= LARGE_SHAPE and alpha + beta < math.inf
 
 
-@register_jitable
+@jitable
 def _large_shapes_log_density(x, a, b):
     """The full log density for a, b >= LARGE_SHAPE.
 
@@ -58,7 +57,7 @@ def _large_shapes_log_density(x, a, b):
             - (lgamma_stirling_diff(a) + lgamma_stirling_diff(b) - lgamma_stirling_diff(n)))
 
 
-@register_jitable
+@jitable
 def logpdf(x, alpha, beta):
     """Normalized log density; ``-inf`` outside (0, 1) or for a parameter <= 0."""
     if not _valid(x, alpha, beta):
@@ -69,7 +68,7 @@ def logpdf(x, alpha, beta):
     return lp if -math.inf < lp < math.inf else -math.inf
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, alpha, beta, keep):
     """``(lp, d_x, d_alpha, d_beta)``; see ``distributions.spec`` for ``keep``.
 

@@ -20,17 +20,16 @@ scipy: ``scipy.stats.betabinom(n, alpha, beta)``; Stan: ``beta_binomial_lpmf(x |
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions.constraints import integer_interval, nonnegative_integer, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import SMALLEST_NORMAL, digamma_diff, lchoose, log_rising_factorial
 
 _MAX_COUNT = 2.5e305  # above, lrf(a, n) ~ n log(a + n) overflows and the sum is inf - inf
 
 
-@register_jitable
+@jitable
 def _outside(x, n, alpha, beta):
     """Invalid parameters (n above _MAX_COUNT included) or x off {0, ..., n}.
 
@@ -44,7 +43,7 @@ def _outside(x, n, alpha, beta):
     return x != math.floor(x) or n != math.floor(n)
 
 
-@register_jitable
+@jitable
 def logpdf(x, n, alpha, beta):
     """Normalized log mass; ``-inf`` off {0, ..., n} or for invalid parameters."""
     if _outside(x, n, alpha, beta):
@@ -53,7 +52,7 @@ def logpdf(x, n, alpha, beta):
             - log_rising_factorial(alpha + beta, n))
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, n, alpha, beta, keep):
     """``(lp, d_x = 0, d_n = 0, d_alpha, d_beta)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, n, alpha, beta):

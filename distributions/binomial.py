@@ -9,16 +9,15 @@ scipy: ``scipy.stats.binom(n, p)``; Stan: ``binomial_lpmf(x | n, p)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import integer_interval, nonnegative_integer, unit_interval
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import lchoose
 
 
-@register_jitable
+@jitable
 def _zero_mass(x, n, p):
     """Whether the mass is 0: invalid arguments, x off {0, ..., n}, or p at an
     end with the other outcome (x > 0 at p = 0, x < n at p = 1)."""
@@ -29,7 +28,7 @@ def _zero_mass(x, n, p):
     return (p == 0.0 and x > 0.0) or (p == 1.0 and x < n)
 
 
-@register_jitable
+@jitable
 def logpdf(x, n, p):
     """Normalized log mass; ``-inf`` off {0, ..., n} or for invalid parameters."""
     if _zero_mass(x, n, p):
@@ -43,7 +42,7 @@ def logpdf(x, n, p):
     return lp
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, n, p, keep):
     """``(lp, d_x = 0, d_n = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, n, p):

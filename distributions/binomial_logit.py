@@ -11,15 +11,14 @@ Stan: ``binomial_logit_lpmf(x | n, logit_p)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions.constraints import integer_interval, nonnegative_integer, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import lchoose, log_logistic, logistic
 
 
-@register_jitable
+@jitable
 def _outside(x, n, logit_p):
     """Invalid parameters or x off {0, ..., n}."""
     if not math.isfinite(logit_p) or not (0.0 <= x <= n < math.inf):
@@ -27,7 +26,7 @@ def _outside(x, n, logit_p):
     return x != math.floor(x) or n != math.floor(n)
 
 
-@register_jitable
+@jitable
 def logpdf(x, n, logit_p):
     """Normalized log mass; ``-inf`` off {0, ..., n} or for invalid parameters."""
     if _outside(x, n, logit_p):
@@ -36,7 +35,7 @@ def logpdf(x, n, logit_p):
     return lchoose(n, x) + (x * log_logistic(logit_p) + (n - x) * log_logistic(-logit_p))
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, n, logit_p, keep):
     """``(lp, d_x = 0, d_n = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, n, logit_p):

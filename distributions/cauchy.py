@@ -8,16 +8,15 @@ scipy: ``scipy.stats.cauchy(loc, scale)``; Stan: ``cauchy_lpdf(x | loc, scale)``
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_PI, SMALLEST_NORMAL, log1p_square
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
@@ -26,7 +25,7 @@ def logpdf(x, loc, scale):
     return -log1p_z2 - vmath.log(scale) - LOG_PI
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):

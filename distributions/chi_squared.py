@@ -13,22 +13,21 @@ at shape df/2 and y = (x/2) / (df/2) = x / df, which does not cancel.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.gamma import LARGE_SHAPE, large_shape_log_density
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_2, digamma, lgamma_or_inf
 
 
-@register_jitable
+@jitable
 def _valid(x, df):
     return 0.0 < df < math.inf and 0.0 < x < math.inf
 
 
-@register_jitable
+@jitable
 def _ratio(x, df):
     """y = x / df, or 0 where the Stirling form does not apply."""
     if 0.5 * df < LARGE_SHAPE:
@@ -37,7 +36,7 @@ def _ratio(x, df):
     return y if 1e-300 < y < 1e300 else 0.0
 
 
-@register_jitable
+@jitable
 def logpdf(x, df):
     """Normalized log density; ``-inf`` for x <= 0 or df <= 0."""
     if not _valid(x, df):
@@ -52,7 +51,7 @@ def logpdf(x, df):
     return lp if -math.inf < lp < math.inf else -math.inf
 
 
-@register_jitable
+@jitable
 def _grad_large_df(x, half_df, y):
     """The full density from the Stirling form with the summands' partials,
     computed as in ``logpdf_grad`` and in the same order."""
@@ -64,7 +63,7 @@ def _grad_large_df(x, half_df, y):
     return lp, (half_df - 1.0) / x - 0.5, d_df
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, df, keep):
     """``(lp, d_x, d_df)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, df):

@@ -9,15 +9,14 @@ scipy: ``scipy.stats.expon(scale=1 / rate)``; Stan: ``exponential_lpdf(x | rate)
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 
 
-@register_jitable
+@jitable
 def logpdf(x, rate):
     """Normalized log density; ``-inf`` for x < 0 or rate <= 0."""
     if not (0.0 < rate < math.inf and 0.0 <= x < math.inf):
@@ -26,7 +25,7 @@ def logpdf(x, rate):
     return vmath.log(rate) - rate * x
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, rate, keep):
     """``(lp, d_x, d_rate)``; see ``distributions.spec`` for ``keep``.
 

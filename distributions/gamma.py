@@ -20,11 +20,10 @@ cancellation, and an absolute error of eps * a log(a) does not matter).
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import (
     LOG_SQRT_2PI, digamma, lgamma_or_inf, lgamma_stirling_diff, logmxp1)
@@ -34,7 +33,7 @@ from distributions.special import (
 LARGE_SHAPE = 10.0
 
 
-@register_jitable
+@jitable
 def large_shape_log_density(a, y):
     """log(x p(x)) of Gamma(a, b) at y = b x / a, for a >= LARGE_SHAPE.
 
@@ -49,12 +48,12 @@ def large_shape_log_density(a, y):
             - lgamma_stirling_diff(a))
 
 
-@register_jitable
+@jitable
 def _valid(x, concentration, rate):
     return 0.0 < concentration < math.inf and 0.0 < rate < math.inf and 0.0 < x < math.inf
 
 
-@register_jitable
+@jitable
 def _ratio(x, concentration, rate):
     """y = rate x / concentration, or 0 where the Stirling form does not apply:
     a small shape, or y out of the normal range (a rate x that overflows)."""
@@ -64,7 +63,7 @@ def _ratio(x, concentration, rate):
     return y if 1e-300 < y < 1e300 else 0.0
 
 
-@register_jitable
+@jitable
 def logpdf(x, concentration, rate):
     """Normalized log density; ``-inf`` for x <= 0 or a parameter <= 0."""
     if not _valid(x, concentration, rate):
@@ -79,7 +78,7 @@ def logpdf(x, concentration, rate):
     return lp if -math.inf < lp < math.inf else -math.inf
 
 
-@register_jitable
+@jitable
 def _grad_large_shape(x, a, rate, y):
     """The full density from the Stirling form with the summands' partials,
     computed as in ``logpdf_grad`` and in the same order."""
@@ -90,7 +89,7 @@ def _grad_large_shape(x, a, rate, y):
     return lp, (a - 1.0) / x - rate, vmath.log(rate) - digamma(a) + log_x, a / rate - x
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, concentration, rate, keep):
     """``(lp, d_x, d_concentration, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, rate):

@@ -10,18 +10,17 @@ failures); Stan has no geometric; it is ``neg_binomial_lpmf(x | 1, p / (1 - p))`
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import Constraint, nonnegative_integer
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 
 # p in (0, 1]: open at 0 (no success ever), closed at 1.
 _PROBABILITY = Constraint("interval", 0.0, 1.0, False, True)
 
 
-@register_jitable
+@jitable
 def _zero_mass(x, p):
     """Invalid p, x off the nonnegative integers, or x > 0 when p = 1."""
     if not (0.0 < p <= 1.0) or not (0.0 <= x < math.inf) or x != math.floor(x):
@@ -29,7 +28,7 @@ def _zero_mass(x, p):
     return p == 1.0 and x > 0.0
 
 
-@register_jitable
+@jitable
 def logpdf(x, p):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for p outside (0, 1]."""
     if _zero_mass(x, p):
@@ -38,7 +37,7 @@ def logpdf(x, p):
     return vmath.log(p) + (x * vmath.log1p(-p) if x > 0.0 else 0.0)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, p, keep):
     """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, p):

@@ -8,11 +8,10 @@ scipy: ``scipy.stats.gumbel_r(loc, scale)``; Stan: ``gumbel_lpdf(x | loc, scale)
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import SMALLEST_NORMAL
 
@@ -22,12 +21,12 @@ from distributions.special import SMALLEST_NORMAL
 Z_MIN = -700.0
 
 
-@register_jitable
+@jitable
 def _valid(x, loc, scale):
     return SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not _valid(x, loc, scale):
@@ -38,7 +37,7 @@ def logpdf(x, loc, scale):
     return -z - vmath.exp(-z) - vmath.log(scale)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale):

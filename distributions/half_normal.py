@@ -9,16 +9,15 @@ on a ``<lower=0>`` variable, plus log 2.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL
 
 
-@register_jitable
+@jitable
 def logpdf(x, scale):
     """Normalized log density; ``-inf`` for x < 0 or scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
@@ -27,7 +26,7 @@ def logpdf(x, scale):
     return -0.5 * z * z - vmath.log(scale) + (LOG_2 - LOG_SQRT_2PI)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``.
 

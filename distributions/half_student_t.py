@@ -11,16 +11,15 @@ variable, plus log 2.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_2
 from distributions.student_t import logpdf as t_logpdf, logpdf_grad as t_logpdf_grad
 
 
-@register_jitable
+@jitable
 def logpdf(x, df, scale):
     """Normalized log density; ``-inf`` for x < 0 or df, scale <= 0."""
     if not (0.0 <= x < math.inf):
@@ -28,7 +27,7 @@ def logpdf(x, df, scale):
     return LOG_2 + t_logpdf(x, df, 0.0, scale)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, df, scale, keep):
     """``(lp, d_x, d_df, d_scale)``; see ``distributions.spec`` for ``keep``.
 

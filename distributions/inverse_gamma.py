@@ -15,22 +15,21 @@ log p(x) = large_shape_log_density(a, s / (a x)) + log(x) - 2 log(x).
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
 from distributions.gamma import LARGE_SHAPE, large_shape_log_density
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import digamma, lgamma_or_inf
 
 
-@register_jitable
+@jitable
 def _valid(x, concentration, scale):
     return 0.0 < concentration < math.inf and 0.0 < scale < math.inf and 0.0 < x < math.inf
 
 
-@register_jitable
+@jitable
 def _ratio(x, concentration, scale):
     """y = scale / (concentration x), or 0 where the Stirling form does not apply."""
     if concentration < LARGE_SHAPE:
@@ -39,7 +38,7 @@ def _ratio(x, concentration, scale):
     return y if 1e-300 < y < 1e300 else 0.0
 
 
-@register_jitable
+@jitable
 def logpdf(x, concentration, scale):
     """Normalized log density; ``-inf`` for x <= 0 or a parameter <= 0."""
     if not _valid(x, concentration, scale):
@@ -54,7 +53,7 @@ def logpdf(x, concentration, scale):
     return lp if -math.inf < lp < math.inf else -math.inf
 
 
-@register_jitable
+@jitable
 def _grad_large_shape(x, a, scale, y):
     """The full density from the Stirling form with the summands' partials,
     computed as in ``logpdf_grad`` and in the same order."""
@@ -67,7 +66,7 @@ def _grad_large_shape(x, a, scale, y):
             (a - scale_over_x) / scale)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, concentration, scale, keep):
     """``(lp, d_x, d_concentration, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, scale):

@@ -8,16 +8,15 @@ scipy: ``scipy.stats.laplace(loc, scale)``; Stan: ``double_exponential_lpdf(x | 
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_2, SMALLEST_NORMAL
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
@@ -25,7 +24,7 @@ def logpdf(x, loc, scale):
     return -abs(x - loc) / scale - vmath.log(scale) - LOG_2
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``.
 

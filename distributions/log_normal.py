@@ -10,16 +10,15 @@ scipy: ``scipy.stats.lognorm(s=scale, scale=exp(loc))``; Stan:
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_SQRT_2PI, SMALLEST_NORMAL
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` for x <= 0 or scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
@@ -29,7 +28,7 @@ def logpdf(x, loc, scale):
     return -0.5 * z * z - log_x - vmath.log(scale) - LOG_SQRT_2PI
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):

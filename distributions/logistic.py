@@ -8,16 +8,15 @@ scipy: ``scipy.stats.logistic(loc, scale)``; Stan: ``logistic_lpdf(x | loc, scal
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import SMALLEST_NORMAL
 
 
-@register_jitable
+@jitable
 def _log_kernel(z):
     """-z - 2 log(1 + exp(-z)), written through |z|.
 
@@ -29,7 +28,7 @@ def _log_kernel(z):
     return -a - 2.0 * vmath.log1p(vmath.exp(-a))
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
@@ -37,7 +36,7 @@ def logpdf(x, loc, scale):
     return _log_kernel((x - loc) / scale) - vmath.log(scale)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):

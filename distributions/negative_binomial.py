@@ -14,10 +14,9 @@ Stan: ``neg_binomial_2_lpmf(x | mu, phi)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions.constraints import nonnegative_integer, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import (
     SMALLEST_NORMAL, digamma_diff, log1p_ratio, log1pmx, log_rising_factorial)
@@ -25,7 +24,7 @@ from distributions.special import (
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 
 
-@register_jitable
+@jitable
 def _outside(x, mu, phi):
     """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT).
 
@@ -37,7 +36,7 @@ def _outside(x, mu, phi):
     return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
 
 
-@register_jitable
+@jitable
 def logpdf(x, mu, phi):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
     if _outside(x, mu, phi):
@@ -47,7 +46,7 @@ def logpdf(x, mu, phi):
             - x * log1p_ratio(phi, mu) - phi * log1p_ratio(mu, phi))
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, mu, phi, keep):
     """``(lp, d_x = 0, d_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, mu, phi):
@@ -84,7 +83,7 @@ def logpdf_grad(x, mu, phi, keep):
     return lp, 0.0, d_mu, d_phi
 
 
-@register_jitable
+@jitable
 def _dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi):
     """Add -phi log1p(mu / phi) and its partials to ``(lp, d_mu, d_phi)``.
 

@@ -19,11 +19,10 @@ Stan: ``neg_binomial_2_log_lpmf(x | log_mu, phi)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import nonnegative_integer, positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import (
     SMALLEST_NORMAL, digamma_diff, log1pexp, log1pmx, log_rising_factorial, logistic)
@@ -31,7 +30,7 @@ from distributions.special import (
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 
 
-@register_jitable
+@jitable
 def _outside(x, log_mu, phi):
     """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT).
 
@@ -43,7 +42,7 @@ def _outside(x, log_mu, phi):
     return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
 
 
-@register_jitable
+@jitable
 def logpdf(x, log_mu, phi):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
     if _outside(x, log_mu, phi):
@@ -53,7 +52,7 @@ def logpdf(x, log_mu, phi):
             - x * log1pexp(-d) - phi * log1pexp(d))
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, log_mu, phi, keep):
     """``(lp, d_x = 0, d_log_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, log_mu, phi):

@@ -8,16 +8,15 @@ scipy: ``scipy.stats.norm(loc, scale)``; Stan: ``normal_lpdf(x | loc, scale)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_SQRT_2PI
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
@@ -26,7 +25,7 @@ def logpdf(x, loc, scale):
     return -0.5 * z * z - vmath.log(scale) - LOG_SQRT_2PI
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):

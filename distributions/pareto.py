@@ -14,21 +14,20 @@ and scale are both large, and ``-log(x)`` is a data-only summand.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import greater_than, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import log_ratio
 
 
-@register_jitable
+@jitable
 def _valid(x, alpha, scale):
     return 0.0 < alpha < math.inf and 0.0 < scale <= x < math.inf
 
 
-@register_jitable
+@jitable
 def logpdf(x, alpha, scale):
     """Normalized log density; ``-inf`` for x < scale or a parameter <= 0."""
     if not _valid(x, alpha, scale):
@@ -36,7 +35,7 @@ def logpdf(x, alpha, scale):
     return vmath.log(alpha) + alpha * log_ratio(scale, x) - vmath.log(x)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, alpha, scale, keep):
     """``(lp, d_x, d_alpha, d_scale)``; see ``distributions.spec`` for ``keep``.
 

@@ -8,17 +8,16 @@ scipy: ``scipy.stats.poisson(rate)``; Stan: ``poisson_lpmf(x | rate)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import nonnegative_integer, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) overflows just above: such counts have mass 0
 
 
-@register_jitable
+@jitable
 def logpdf(x, rate):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for rate <= 0."""
     if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
@@ -26,7 +25,7 @@ def logpdf(x, rate):
     return x * vmath.log(rate) - rate - math.lgamma(x + 1.0)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, rate, keep):
     """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):

@@ -11,18 +11,17 @@ scipy: ``scipy.stats.poisson(exp(log_rate))``; Stan: ``poisson_log_lpmf(x | log_
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import nonnegative_integer, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_FLOAT_MAX
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 
 
-@register_jitable
+@jitable
 def _outside(x, log_rate):
     """Invalid or overflowing log rate, or x off the nonnegative integers (or above _MAX_COUNT)."""
     if not (-math.inf < log_rate <= LOG_FLOAT_MAX):
@@ -30,7 +29,7 @@ def _outside(x, log_rate):
     return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
 
 
-@register_jitable
+@jitable
 def logpdf(x, log_rate):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for an invalid log rate."""
     if _outside(x, log_rate):
@@ -38,7 +37,7 @@ def logpdf(x, log_rate):
     return x * log_rate - vmath.exp(log_rate) - math.lgamma(x + 1.0)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, log_rate, keep):
     """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep``."""
     if _outside(x, log_rate):

@@ -10,11 +10,10 @@ scipy: ``scipy.stats.rayleigh(scale=scale)``; Stan: ``rayleigh_lpdf(x | scale)``
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import nonnegative, positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 
 # sqrt of the largest float64: beyond it (x / scale)^2 overflows and the
@@ -22,7 +21,7 @@ from distributions.spec import Param, Spec, Summand
 _Z_MAX = 1.3407807929942596e154
 
 
-@register_jitable
+@jitable
 def _finite(x, scale):
     """Whether the value is finite: a valid scale, x > 0 and (x/scale)^2 < inf.
 
@@ -31,7 +30,7 @@ def _finite(x, scale):
     return 0.0 < scale < math.inf and 0.0 < x < math.inf and x / scale < _Z_MAX
 
 
-@register_jitable
+@jitable
 def logpdf(x, scale):
     """Normalized log density; ``-inf`` for x <= 0 or scale <= 0."""
     if not _finite(x, scale):
@@ -40,7 +39,7 @@ def logpdf(x, scale):
     return vmath.log(x) - 2.0 * vmath.log(scale) - 0.5 * z * z
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, scale, keep):
     """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _finite(x, scale):

@@ -11,22 +11,21 @@ scipy: ``scipy.stats.skewnorm(alpha, loc, scale)``; Stan:
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL, dlog_ndtr, log_ndtr
 
 
-@register_jitable
+@jitable
 def _valid(x, loc, scale, alpha):
     return (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
             and math.isfinite(alpha))
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale, alpha):
     """Normalized log density; ``-inf`` outside the support or for scale <= 0."""
     if not _valid(x, loc, scale, alpha):
@@ -37,7 +36,7 @@ def logpdf(x, loc, scale, alpha):
     return -0.5 * z * z - vmath.log(scale) + log_ndtr(alpha * z) + (LOG_2 - LOG_SQRT_2PI)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, alpha, keep):
     """``(lp, d_x, d_loc, d_scale, d_alpha)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale, alpha):

@@ -17,14 +17,12 @@ kernels of each distribution module:
 
 Both kernels are plain Python over ``math``, ``distributions.special`` and
 ``distributions.vmath`` (whose ``exp``, ``log`` and ``log1p`` let loops
-vectorize), decorated with ``numba.extending.register_jitable``: they run
-uncompiled from Python and compile inside numba code. ``logpdf_grad`` is
-registered with ``forceinline=True`` (LLVM's ``alwaysinline``): LLVM would
-leave a kernel grown by an inlined ``vmath`` polynomial as a call per
-element, which costs the call and stops the loop vectorizing (measured: the
-logistic regression's gradient 420 µs as a call, 245 µs inlined). numba's own
-IR inlining (``inline="always"``) does the same but made the eight-schools
-model compile in 1.56 s instead of 0.7-0.95 s. The kernels never raise: an
+vectorize), decorated with ``distributions.jit``'s ``jitable`` and ``kernel``:
+they run uncompiled from Python and compile inside numba code, cached on
+disk, without fastmath flags; ``kernel`` adds LLVM's ``alwaysinline`` to
+``logpdf_grad`` (see ``distributions.jit`` for why).
+numba's own IR inlining (``inline="always"``) also inlines, but made the
+eight-schools model compile in 1.56 s instead of 0.7-0.95 s. The kernels never raise: an
 invalid parameter or a value outside the support gives ``-inf``.
 """
 

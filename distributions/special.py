@@ -1,10 +1,9 @@
 """Scalar special functions that numba lacks, written once over ``math``.
 
 Every public function is plain Python over the :mod:`math` module, registered
-with :func:`numba.extending.register_jitable` (its fastmath flags fixed, see
-``_jitable``): called from Python it runs as
-Python, called from ``@numba.njit`` (or numba-cuda) code it is compiled. That
-fixes the rules for this module:
+with :func:`distributions.jit.jitable` (no fastmath flags, cached): called from
+Python it runs as Python, called from ``@numba.njit`` (or numba-cuda) code it
+is compiled. That fixes the rules for this module:
 
 * only ``math`` and ``vmath`` functions and arithmetic (``vmath``'s ``exp``,
   ``log`` and ``log1p`` rather than ``math``'s, so that loops vectorize); no
@@ -25,25 +24,8 @@ Coefficient tables were computed for this module with mpmath at 60 digits.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
-
-
-def _jitable(fn):
-    """numba's ``register_jitable``, compiled as written whatever the caller's flags.
-
-    numba gives a function without fastmath flags of its own those of its
-    caller, and the engine compiles its loops with ``reassoc`` (reductions
-    need it to vectorize). Reassociation undoes the compensated arithmetic
-    here: inside an engine loop ``lchoose`` moved by 6.9e-11 relative and
-    ``log_ndtr`` by 6.5e-14 against the same functions compiled alone. The
-    distribution kernels keep inheriting the engine's flags (the Normal
-    kernel's loop is 20% faster with them); what needs exact arithmetic
-    lives here.
-    """
-    return register_jitable(fastmath=set())(fn)
-
+from distributions.jit import jitable
 
 LOG_2 = 0.6931471805599453
 LOG_PI = 1.1447298858494002
@@ -152,7 +134,7 @@ _GAUSS_WEIGHTS = (
 # ---------------------------------------------------------------- helpers
 
 
-@_jitable
+@jitable
 def _polyval(coeffs, z):
     """Horner sum of ``coeffs[k] * z**k`` (lowest order first)."""
     s = 0.0
@@ -161,7 +143,7 @@ def _polyval(coeffs, z):
     return s
 
 
-@_jitable
+@jitable
 def _chebyshev(coeffs, t):
     """Clenshaw sum of ``coeffs[j] * T_j(t)`` for t in [-1, 1]."""
     b1 = 0.0
@@ -171,7 +153,7 @@ def _chebyshev(coeffs, t):
     return coeffs[0] + t * b1 - b2
 
 
-@_jitable
+@jitable
 def _split(a):
     """Veltkamp's split a = hi + lo into two 26-bit halves, |a| < 1e300."""
     c = 134217729.0 * a  # 2**27 + 1
@@ -179,7 +161,7 @@ def _split(a):
     return hi, a - hi
 
 
-@_jitable
+@jitable
 def _product_error(a, b):
     """Rounding error of a * b: a*b = fl(a*b) + error exactly.
 
@@ -191,7 +173,7 @@ def _product_error(a, b):
     return ((a_hi * b_hi - a * b) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
 
 
-@_jitable
+@jitable
 def _exp_neg_half_sq(x):
     """exp(-x**2 / 2) to a few ulps, also where x**2 has a rounding error.
 
@@ -205,7 +187,7 @@ def _exp_neg_half_sq(x):
     return vmath.exp(-0.5 * s) * (1.0 - 0.5 * _product_error(ax, ax))
 
 
-@_jitable
+@jitable
 def _cot_pi(r):
     """cot(pi r) for 0 < r < 1, accurate near r = 1/2 and r -> 0, 1.
 
@@ -219,7 +201,7 @@ def _cot_pi(r):
     return -1.0 / math.tan(math.pi * (1.0 - r))
 
 
-@_jitable
+@jitable
 def _sin_pi(r):
     """sin(pi r) for 0 <= r < 1, using sin(pi r) = sin(pi (1 - r))."""
     return math.sin(math.pi * min(r, 1.0 - r))
@@ -228,7 +210,7 @@ def _sin_pi(r):
 # --------------------------------------------------- logs and exponentials
 
 
-@_jitable
+@jitable
 def xlogy(x, y):
     """x * log(y), with 0 * log(0) = 0.
 
@@ -244,7 +226,7 @@ def xlogy(x, y):
     return math.nan
 
 
-@_jitable
+@jitable
 def xlog1py(x, y):
     """x * log1p(y), with 0 * log1p(-1) = 0.
 
@@ -260,7 +242,7 @@ def xlog1py(x, y):
     return math.nan
 
 
-@_jitable
+@jitable
 def log1pexp(x):
     """log(1 + exp(x)), the softplus, for all real x.
 
@@ -277,7 +259,7 @@ def log1pexp(x):
     return x
 
 
-@_jitable
+@jitable
 def log1mexp(x):
     """log(1 - exp(x)) for x <= 0.
 
@@ -294,7 +276,7 @@ def log1mexp(x):
     return vmath.log1p(-vmath.exp(x))
 
 
-@_jitable
+@jitable
 def logaddexp(a, b):
     """log(exp(a) + exp(b)) without overflow; either argument may be +-inf."""
     if a == b:  # covers a == b == +-inf, where a - b would be NaN
@@ -304,7 +286,7 @@ def logaddexp(a, b):
     return b + vmath.log1p(vmath.exp(a - b))
 
 
-@_jitable
+@jitable
 def logsubexp(a, b):
     """log(exp(a) - exp(b)) for a >= b.
 
@@ -320,7 +302,7 @@ def logsubexp(a, b):
     return a + log1mexp(b - a)
 
 
-@_jitable
+@jitable
 def logistic(x):
     """The logistic function (inverse logit) 1 / (1 + exp(-x)).
 
@@ -334,13 +316,13 @@ def logistic(x):
     return e / (1.0 + e)
 
 
-@_jitable
+@jitable
 def log_logistic(x):
     """log(logistic(x)) = -log1pexp(-x), accurate in both tails."""
     return -log1pexp(-x)
 
 
-@_jitable
+@jitable
 def logit(p):
     """log(p / (1 - p)) for 0 <= p <= 1 (-inf at 0, inf at 1, NaN outside).
 
@@ -359,7 +341,7 @@ def logit(p):
     return math.nan
 
 
-@_jitable
+@jitable
 def log1pmx(x):
     """log(1 + x) - x for x >= -1, without cancellation near x = 0.
 
@@ -384,7 +366,7 @@ def log1pmx(x):
     return math.nan
 
 
-@_jitable
+@jitable
 def logmxp1(y):
     """log(y) - y + 1 = log1pmx(y - 1) for y >= 0, accurate near y = 1.
 
@@ -404,7 +386,7 @@ def logmxp1(y):
     return math.nan
 
 
-@_jitable
+@jitable
 def log1p_ratio(a, b):
     """log(1 + a / b) for a >= 0, b > 0, also where a / b overflows.
 
@@ -421,7 +403,7 @@ def log1p_ratio(a, b):
     return vmath.log(a) - vmath.log(b)
 
 
-@_jitable
+@jitable
 def log_ratio(a, b):
     """log(a / b) for a, b > 0, also where a / b underflows or overflows.
 
@@ -444,7 +426,7 @@ def log_ratio(a, b):
     return math.nan
 
 
-@_jitable
+@jitable
 def log1p_square(t):
     """``(log(1 + t^2), t / (1 + t^2), t^2 / (1 + t^2))`` for all real t, without overflow.
 
@@ -466,7 +448,7 @@ def log1p_square(t):
 # --------------------------------------------------- gamma function family
 
 
-@_jitable
+@jitable
 def lgamma_or_inf(a):
     """lgamma(a) for a >= 0, without raising at the pole or on overflow.
 
@@ -481,7 +463,7 @@ def lgamma_or_inf(a):
     return math.nan
 
 
-@_jitable
+@jitable
 def _digamma_positive(x):
     """digamma(x) for x > 0 (or NaN); see :func:`digamma`."""
     if abs(x - _DIGAMMA_ROOT_HI) < 0.1:
@@ -499,7 +481,7 @@ def _digamma_positive(x):
     return vmath.log(y) - 0.5 / y - z * _polyval(_DIGAMMA_ASYMPTOTIC, z) - acc
 
 
-@_jitable
+@jitable
 def digamma(x):
     """The digamma function psi(x) = d/dx log Gamma(x).
 
@@ -525,7 +507,7 @@ def digamma(x):
     return _digamma_positive(1.0 - x) + math.pi * _cot_pi(r)
 
 
-@_jitable
+@jitable
 def _trigamma_positive(x):
     """trigamma(x) for x > 0 (or NaN); see :func:`trigamma`."""
     # psi1(x) = psi1(x + m) + sum_{k<m} 1/(x + k)^2: all terms positive.
@@ -538,7 +520,7 @@ def _trigamma_positive(x):
     return acc + (1.0 + 0.5 / y + z * _polyval(_TRIGAMMA_ASYMPTOTIC, z)) / y
 
 
-@_jitable
+@jitable
 def trigamma(x):
     """The trigamma function psi'(x) = d^2/dx^2 log Gamma(x).
 
@@ -558,7 +540,7 @@ def trigamma(x):
     return s * s - _trigamma_positive(1.0 - x)
 
 
-@_jitable
+@jitable
 def lgamma_stirling_diff(x):
     """lgamma(x) - [(x - 1/2) log x - x + log(2 pi)/2], Stirling's remainder.
 
@@ -575,7 +557,7 @@ def lgamma_stirling_diff(x):
     return math.nan
 
 
-@_jitable
+@jitable
 def _stirling_diff_delta(a, y):
     """lgamma_stirling_diff(a (1 + y)) - lgamma_stirling_diff(a), a >= 10.
 
@@ -596,7 +578,7 @@ def _stirling_diff_delta(a, y):
     return s
 
 
-@_jitable
+@jitable
 def _log_rising_stirling(a, n):
     """lgamma(a + n) - lgamma(a) for a >= 10, n >= 0 finite.
 
@@ -614,7 +596,7 @@ def _log_rising_stirling(a, n):
     return (a - 0.5) * lp + n * (vmath.log(a) + lp - 1.0) + delta
 
 
-@_jitable
+@jitable
 def log_rising_factorial(a, n):
     """log of the rising factorial, lgamma(a + n) - lgamma(a).
 
@@ -640,7 +622,7 @@ def log_rising_factorial(a, n):
     return _log_rising_stirling(b, n) - shift
 
 
-@_jitable
+@jitable
 def _digamma_diff_asymptotic(a, n):
     """digamma(a + n) - digamma(a) for a >= 10, n >= 0 finite.
 
@@ -663,7 +645,7 @@ def _digamma_diff_asymptotic(a, n):
     return vmath.log1p(y) + 0.5 * y * q / a - s
 
 
-@_jitable
+@jitable
 def digamma_diff(a, n):
     """digamma(a + n) - digamma(a) for a > 0, n >= 0 (NaN otherwise).
 
@@ -686,7 +668,7 @@ def digamma_diff(a, n):
     return s + _digamma_diff_asymptotic(b, n)
 
 
-@_jitable
+@jitable
 def half_step_digamma_excess(a):
     """digamma(a + 1/2) - digamma(a) - 1 / (2a) for a > 0, accurate also for huge a.
 
@@ -707,7 +689,7 @@ def half_step_digamma_excess(a):
     return r * (0.125 - r * (0.015625 - r * (0.0078125 - r * 0.00830078125)))
 
 
-@_jitable
+@jitable
 def _lbeta_stirling(a, b):
     """log B(a, b) for 10 <= a <= b, all from Stirling (as R's lbeta).
 
@@ -721,7 +703,7 @@ def _lbeta_stirling(a, b):
             - b * vmath.log1p(a / b) + corr)
 
 
-@_jitable
+@jitable
 def lbeta(a, b):
     """log B(a, b) = lgamma(a) + lgamma(b) - lgamma(a + b), the log beta function.
 
@@ -748,7 +730,7 @@ def lbeta(a, b):
     return math.lgamma(lo) + math.lgamma(hi) - math.lgamma(lo + hi)
 
 
-@_jitable
+@jitable
 def lchoose(n, k):
     """log C(n, k) = lgamma(n+1) - lgamma(k+1) - lgamma(n-k+1), log binomial coefficient.
 
@@ -771,7 +753,7 @@ def lchoose(n, k):
 # ------------------------------------------------------- normal distribution
 
 
-@_jitable
+@jitable
 def ndtr(x):
     """The standard normal CDF Phi(x), with relative accuracy in the left tail.
 
@@ -792,7 +774,7 @@ def ndtr(x):
     return p
 
 
-@_jitable
+@jitable
 def _ndtr_tail_series(u):
     """S(u) - 1 where Phi(x) = phi(x) / |x| * S(1/x**2), for x <= -20.
 
@@ -806,7 +788,7 @@ def _ndtr_tail_series(u):
     return -u * r
 
 
-@_jitable
+@jitable
 def log_ndtr(x):
     """log Phi(x), the log of the standard normal CDF, for all real x.
 
@@ -824,7 +806,7 @@ def log_ndtr(x):
     return -0.5 * x * x - vmath.log(-x) - LOG_SQRT_2PI + vmath.log1p(t)
 
 
-@_jitable
+@jitable
 def dlog_ndtr(x):
     """phi(x) / Phi(x), the derivative of :func:`log_ndtr` (inverse Mills ratio).
 
@@ -837,7 +819,7 @@ def dlog_ndtr(x):
     return INV_SQRT_2PI * _exp_neg_half_sq(x) / ndtr(x)
 
 
-@_jitable
+@jitable
 def _log_ndtr_ratio(a, b):
     """log Phi(b) - log Phi(a) > 0 for a < b <= 0 and b - a <= 1.
 
@@ -855,7 +837,7 @@ def _log_ndtr_ratio(a, b):
     return half * s
 
 
-@_jitable
+@jitable
 def log_diff_ndtr(a, b):
     """log(Phi(b) - Phi(a)) for a < b (-inf at a == b, NaN for a > b).
 
@@ -885,7 +867,7 @@ def log_diff_ndtr(a, b):
 # ------------------------------------------------------------ Bessel I0, I1
 
 
-@_jitable
+@jitable
 def _i0_i1_series(x):
     """(I0(x) - 1, 2 I1(x) / x) from the power series, for 0 <= x <= 8.
 
@@ -906,7 +888,7 @@ def _i0_i1_series(x):
     return s0, s1
 
 
-@_jitable
+@jitable
 def log_i0(x):
     """log I0(x), the log of the modified Bessel function of order 0.
 
@@ -926,7 +908,7 @@ def log_i0(x):
     return ax - 0.5 * vmath.log(ax) + vmath.log(g)
 
 
-@_jitable
+@jitable
 def i1_over_i0(x):
     """I1(x) / I0(x), the ratio of modified Bessel functions of order 1 and 0.
 
@@ -943,7 +925,7 @@ def i1_over_i0(x):
     return math.copysign(1.0 - u * _chebyshev(_I1_I0_CHEB, 2.0 * u - 1.0), x)
 
 
-@_jitable
+@jitable
 def _i0_i1_asymptotic(x):
     """``(S0 - 1, S0 - S1)`` for x >= 40, where (DLMF 10.40.1)
 
@@ -968,7 +950,7 @@ def _i0_i1_asymptotic(x):
     return s0, diff
 
 
-@_jitable
+@jitable
 def log_i0e(x):
     """log I0(x) - |x| = log(i0e(x)), the log of the scaled Bessel function I0.
 
@@ -986,7 +968,7 @@ def log_i0e(x):
     return vmath.log1p(s0_minus_1) - 0.5 * vmath.log(ax) - LOG_SQRT_2PI
 
 
-@_jitable
+@jitable
 def one_minus_i1_over_i0(x):
     """1 - I1(x) / I0(x), accurate also where the ratio is close to 1.
 

@@ -12,17 +12,16 @@ scipy: ``scipy.stats.t(df, loc, scale)``; Stan: ``student_t_lpdf(x | df, loc, sc
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import (
     LOG_SQRT_PI, SMALLEST_NORMAL, half_step_digamma_excess, log1p_square, log_rising_factorial)
 
 
-@register_jitable
+@jitable
 def _valid(x, df, loc, scale):
     """Finite x and loc; df and scale from the smallest normal float up (below,
     df / 2 may round to 0 and lgamma(df / 2) be inf, and 1 / scale overflows)."""
@@ -30,7 +29,7 @@ def _valid(x, df, loc, scale):
             and math.isfinite(x) and math.isfinite(loc))
 
 
-@register_jitable
+@jitable
 def _log1p_minus_ratio(t, log1p_u, ratio):
     """log1p(u) - u / (1 + u) for u = t^2, given both terms.
 
@@ -47,7 +46,7 @@ def _log1p_minus_ratio(t, log1p_u, ratio):
     return u * u * s
 
 
-@register_jitable
+@jitable
 def logpdf(x, df, loc, scale):
     """Normalized log density; ``-inf`` outside the support or for df, scale <= 0."""
     if not _valid(x, df, loc, scale):
@@ -60,7 +59,7 @@ def logpdf(x, df, loc, scale):
     return log_norm - LOG_SQRT_PI - vmath.log(scale) - 0.5 * (df + 1.0) * log1p_t2
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, df, loc, scale, keep):
     """``(lp, d_x, d_df, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, df, loc, scale):

@@ -15,21 +15,20 @@ above; Stan: ``normal_lpdf(x | loc, scale) T[lower, upper]``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import greater_than, interval, positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_FLOAT_MAX, LOG_SQRT_2PI, SMALLEST_NORMAL, log_diff_ndtr
 
-@register_jitable
+@jitable
 def _valid(x, loc, scale, lower, upper):
     return (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(loc) and math.isfinite(lower)
             and lower < upper < math.inf and lower <= x <= upper)
 
 
-@register_jitable
+@jitable
 def _standardized(loc, scale, lower, upper):
     """``(a, b, width)``: the bounds in units of scale from loc, and b - a.
 
@@ -44,7 +43,7 @@ def _standardized(loc, scale, lower, upper):
     return a, b, width
 
 
-@register_jitable
+@jitable
 def _log_mass(a, b, width):
     """log Z = log(Phi(b) - Phi(a)) for an interval of width ``width`` = (upper - lower) / scale.
 
@@ -67,7 +66,7 @@ def _log_mass(a, b, width):
     return -math.inf
 
 
-@register_jitable
+@jitable
 def _density_over_mass(t, log_mass):
     """phi(t) / Z = exp(log phi(t) - log Z), the form that survives deep tails.
 
@@ -77,7 +76,7 @@ def _density_over_mass(t, log_mass):
     return vmath.exp(min(-0.5 * t * t - LOG_SQRT_2PI - log_mass, LOG_FLOAT_MAX))
 
 
-@register_jitable
+@jitable
 def _normalizer_terms(a, b, width, log_mass):
     """``(pa, pb, pb - pa, b pb - a pa)`` with pa = phi(a) / Z, pb = phi(b) / Z.
 
@@ -109,7 +108,7 @@ def _normalizer_terms(a, b, width, log_mass):
     return pa, pb, diff, moment
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, scale, lower, upper):
     """Normalized log density; ``-inf`` outside [lower, upper] or for invalid parameters."""
     if not _valid(x, loc, scale, lower, upper):
@@ -122,7 +121,7 @@ def logpdf(x, loc, scale, lower, upper):
     return -0.5 * z * z - vmath.log(scale) - LOG_SQRT_2PI - log_mass
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, scale, lower, upper, keep):
     """``(lp, d_x, d_loc, d_scale, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, scale, lower, upper):

@@ -10,23 +10,22 @@ Stan: ``uniform_lpdf(x | lower, upper)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import greater_than, interval, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_2
 
 _HALF_MAX = 8.988465674311579e307  # half the largest float64
 
 
-@register_jitable
+@jitable
 def _valid(x, lower, upper):
     return -math.inf < lower < upper < math.inf and lower <= x <= upper
 
 
-@register_jitable
+@jitable
 def _log_width(lower, upper):
     """``(log(upper - lower), 1 / (upper - lower))``, also where the difference
     overflows (lower = -1e308, upper = 1e308): then both bounds are halved first."""
@@ -37,7 +36,7 @@ def _log_width(lower, upper):
     return vmath.log(half) + LOG_2, 0.5 / half
 
 
-@register_jitable
+@jitable
 def logpdf(x, lower, upper):
     """Normalized log density; ``-inf`` outside [lower, upper] or for upper <= lower."""
     if not _valid(x, lower, upper):
@@ -45,7 +44,7 @@ def logpdf(x, lower, upper):
     return -_log_width(lower, upper)[0]
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, lower, upper, keep):
     """``(lp, d_x = 0, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``.
 

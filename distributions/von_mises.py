@@ -15,21 +15,20 @@ Stan: ``von_mises_lpdf(x | loc, concentration)``.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions.constraints import interval, positive, real
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_2PI, log_i0e, one_minus_i1_over_i0
 
 
-@register_jitable
+@jitable
 def _valid(x, loc, concentration):
     return (0.0 < concentration < math.inf and -math.pi <= x <= math.pi
             and -math.inf < loc < math.inf)
 
 
-@register_jitable
+@jitable
 def logpdf(x, loc, concentration):
     """Normalized log density; ``-inf`` outside [-pi, pi] or for concentration <= 0."""
     if not _valid(x, loc, concentration):
@@ -41,7 +40,7 @@ def logpdf(x, loc, concentration):
     return lp if lp > -math.inf else -math.inf
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, loc, concentration, keep):
     """``(lp, d_x, d_loc, d_concentration)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, loc, concentration):

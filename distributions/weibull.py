@@ -18,11 +18,10 @@ mode where w is close to 1.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import positive
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import log_ratio
 
@@ -31,12 +30,12 @@ from distributions.special import log_ratio
 _V_MAX = 709.78
 
 
-@register_jitable
+@jitable
 def _valid(x, concentration, scale):
     return 0.0 < concentration < math.inf and 0.0 < scale < math.inf and 0.0 < x < math.inf
 
 
-@register_jitable
+@jitable
 def logpdf(x, concentration, scale):
     """Normalized log density; ``-inf`` for x <= 0 or a parameter <= 0."""
     if not _valid(x, concentration, scale):
@@ -47,7 +46,7 @@ def logpdf(x, concentration, scale):
     return vmath.log(concentration) - vmath.log(x) + (v - vmath.exp(v))
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, concentration, scale, keep):
     """``(lp, d_x, d_concentration, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not _valid(x, concentration, scale):

@@ -13,18 +13,17 @@ it is the usual ``log_mix(zi, 0, poisson_lpmf(0 | rate))`` at 0.
 
 import math
 
-from numba.extending import register_jitable
-
 from distributions import vmath
 from distributions.constraints import nonnegative_integer, positive, unit_interval
 from distributions.frozen import Distribution
+from distributions.jit import jitable, kernel
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_FLOAT_MAX, logaddexp
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 
 
-@register_jitable
+@jitable
 def _zero_mass(x, zi, rate):
     """Invalid parameters, x off the nonnegative integers, or x > 0 when zi = 1."""
     if not (0.0 <= zi <= 1.0 and 0.0 < rate < math.inf):
@@ -34,7 +33,7 @@ def _zero_mass(x, zi, rate):
     return zi == 1.0 and x > 0.0
 
 
-@register_jitable
+@jitable
 def _log_p0(zi, rate):
     """log(zi + (1 - zi) exp(-rate)), the log mass at 0.
 
@@ -51,7 +50,7 @@ def _log_p0(zi, rate):
     return logaddexp(vmath.log(zi), vmath.log1p(-zi) - rate)
 
 
-@register_jitable
+@jitable
 def logpdf(x, zi, rate):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
     if _zero_mass(x, zi, rate):
@@ -61,7 +60,7 @@ def logpdf(x, zi, rate):
     return vmath.log1p(-zi) + x * vmath.log(rate) - rate - math.lgamma(x + 1.0)
 
 
-@register_jitable(forceinline=True)
+@kernel
 def logpdf_grad(x, zi, rate, keep):
     """``(lp, d_x = 0, d_zi, d_rate)``; see ``distributions.spec`` for ``keep``."""
     if _zero_mass(x, zi, rate):

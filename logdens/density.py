@@ -36,6 +36,20 @@ def _vector(theta, dim):
     return theta
 
 
+def _checked_out(out, dim):
+    """``out`` if the gradient can be written into it, else a ValueError (the
+    compiled code does not check bounds)."""
+    if not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (dim,)):
+        raise ValueError(f"out must be a float64 array of shape ({dim},), got "
+                         f"{getattr(out, 'dtype', type(out).__name__)} of shape {np.shape(out)}")
+    return out
+
+
+def _is_entry_array(a):
+    """Whether ``a`` fits ``logp_grad``'s fixed signature (1-D, float64, C-contiguous)."""
+    return isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 and a.flags.c_contiguous
+
+
 class LogDensity:
     """A model compiled to fused kernels (see the module docstring for the protocol)."""
 
@@ -102,8 +116,11 @@ class LogDensity:
     def log_density_gradient(self, theta, propto=True, jacobian=True, out=None):
         """``(log density, gradient)``; with ``out`` the gradient is written there, no allocation."""
         theta = _vector(theta, self.dim)
-        grad = np.empty(self.dim) if out is None else out
-        lp = self._core(theta, grad, self.fdata, self.idata, jacobian)
+        grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
+        if jacobian and self._core is self._module.core and _is_entry_array(grad):
+            lp = self._module.logp_grad(theta, grad, self.fdata, self.idata)  # compiled at load
+        else:
+            lp = self._core(theta, grad, self.fdata, self.idata, jacobian)
         return (lp if propto else self._with_constant(lp, theta)), grad
 
     def log_density_gradient_batch(self, thetas, propto=True, jacobian=True):

@@ -12,8 +12,9 @@ lowering (``logdens.codegen``):
     (private gradient rows, summed in order); models without vector
     transforms only.
 ``logp_grad(theta, grad, fdata, idata)``
-    the same with the Jacobian, compiled with the one signature shared by
-    every model, for samplers written in numba.
+    ``core`` with the Jacobian, compiled at load with the one signature shared
+    by every model, for samplers written in numba (and Python's calls with the
+    Jacobian); ``core`` itself compiles on first use.
 ``c_entry()``
     the same as a ``numba.cfunc`` for C callers: ``double f(const double *theta,
     double *grad, const double *fdata, int64 n_fdata, const int64 *idata,
@@ -38,6 +39,7 @@ from logdens.layout import Layout, module_alias
 
 # The fastmath policy, stated once (STYLE 16): reassociation and contraction
 # let reductions vectorize; never nnan or ninf, since -inf is a valid value.
+# The distributions' functions keep their own flags (none: distributions.jit).
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 JIT = f"numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={{{', '.join(repr(f) for f in sorted(FASTMATH))}}})"
 C_SIGNATURE = "float64(CPointer(float64), CPointer(float64), CPointer(float64), int64, CPointer(int64), int64)"
@@ -183,9 +185,9 @@ def _gradient_functions(model, layout):
     grad = Lowering(layout, gradient=True, target=_grad_target)
     grad.assign_first = True
     terms = _terms(grad, model)
-    out = _function("def core(theta, grad, fdata, idata, jacobian):",
-                    prologue + _zero_unassigned(layout, grad.assigned) + ["lp = 0.0"] + terms
-                    + _event_reverse(layout) + _jacobian(layout, True) + ENDING)
+    body = (prologue + _zero_unassigned(layout, grad.assigned) + ["lp = 0.0"] + terms
+            + _event_reverse(layout) + _jacobian(layout, True) + ENDING)
+    out = _function("def core(theta, grad, fdata, idata, jacobian):", body)
     if not any(p.transform.event for p in layout.params.values()):
         chunked = Lowering(layout, gradient=True, target=_grad_target, chunks=CHUNKS)
         terms = _terms(chunked, model)
@@ -197,10 +199,9 @@ def _gradient_functions(model, layout):
                          + terms + merge + _jacobian(layout, True) + ENDING,
                          decorator=JIT.replace("numba.njit(", "numba.njit(parallel=True, "))
     out += _function("def logp_grad(theta, grad, fdata, idata):",
-                     ["# A run-time True: a literal would compile a second `core` (for the literal)",
-                      "# besides the one Python's calls and `batch` use.",
-                      "jacobian = theta.size >= 0",
-                      "return core(theta, grad, fdata, idata, jacobian)"],
+                     ["# `core`'s body, not a call: calling `core` would compile it and then",
+                      "# optimize it again inside this function (a third of a small model's compile).",
+                      "jacobian = True"] + body,
                      decorator=JIT.replace("numba.njit(", f"numba.njit({SIGNATURE}, "))
     out += _function("def batch(thetas, lps, grads, fdata, idata, jacobian):",
                      ["for k in range(thetas.shape[0]):",

@@ -5,20 +5,20 @@ coordinates, so the engine materializes the vector once per call (``w``),
 accumulates the adjoints of its elements (``aw``) in the term loops, and then
 runs the transform's reverse sweep once (``*_reverse``), adding the
 log-Jacobian's gradient scaled by ``jacobian`` (1.0 or 0.0). The scalar
-kernels are ``register_jitable`` (plain Python too); the numpy methods serve
+kernels are ``distributions.jit.jitable`` (plain Python too, cached); the numpy methods serve
 ``constrain``/``unconstrain``.
 """
 
 import math
 
 import numpy as np
-from numba.extending import register_jitable
 from scipy import special as sp
 
 from distributions import special, vmath
+from distributions.jit import jitable
 
 
-@register_jitable
+@jitable
 def ordered_forward(theta, offset, w, positive):
     """x_0 = u_0 (exp(u_0) if ``positive``), x_k = x_{k-1} + exp(u_k); returns log|J|."""
     log_j = theta[offset] if positive else 0.0
@@ -29,7 +29,7 @@ def ordered_forward(theta, offset, w, positive):
     return log_j
 
 
-@register_jitable
+@jitable
 def ordered_reverse(theta, offset, w, aw, target, jacobian, positive):
     """Add the gradient w.r.t. u of sum(aw * x) + jacobian * log|J| into ``target[offset:]``.
 
@@ -45,7 +45,7 @@ def ordered_reverse(theta, offset, w, aw, target, jacobian, positive):
             target[offset] += tail
 
 
-@register_jitable
+@jitable
 def simplex_forward(theta, offset, w):
     """Stan's stick-breaking: K - 1 coordinates to K positive values summing to 1.
 
@@ -64,7 +64,7 @@ def simplex_forward(theta, offset, w):
     return log_j
 
 
-@register_jitable
+@jitable
 def simplex_reverse(theta, offset, w, aw, target, jacobian):
     """Reverse sweep of ``simplex_forward``; stick_k = sum_{j >= k} x_j is rebuilt from the end."""
     size = w.size

@@ -123,15 +123,33 @@ def test_out_argument_is_filled_in_place(hierarchical):
     assert grad is out
 
 
-def test_one_compiled_core_serves_python_batch_and_the_numba_entry(tmp_path):
-    """``logp_grad`` (compiled at load), Python's calls and ``batch`` share one ``core``
-    (a fresh cache directory: loaded from numba's cache, ``core`` is not listed)."""
-    density = hierarchical_model().compile(cache_dir=str(tmp_path))
-    theta = theta0(density)
-    density.log_density_gradient(theta)
+@pytest.mark.parametrize("out", [np.empty(3), np.empty(12, dtype=np.float32), [0.0] * 12])
+def test_an_out_argument_that_does_not_fit_is_rejected(hierarchical, out):
+    with pytest.raises(ValueError, match="out must be a float64 array of shape"):
+        hierarchical.log_density_gradient(theta0(hierarchical), out=out)
+
+
+def test_python_calls_with_the_jacobian_compile_nothing_more(tmp_path):
+    """``logp_grad`` is compiled at load (its own body, not a call of ``core``);
+    Python's calls with the Jacobian use it, so ``core`` is compiled only for
+    calls without the Jacobian and ``batch``, once for both (a fresh cache
+    directory, and a model no other test compiles: nothing was compiled before)."""
+    m = ld.Model()
+    loc_only_here = m.param("loc_only_here", ld.Normal(0.0, 2.0))
+    scale = m.param("scale", ld.HalfNormal(1.0))
+    m.observe("y", ld.StudentT(4.0, loc_only_here, scale), np.array([0.3, -1.2, 2.5, 0.8]))
+    density = m.compile(cache_dir=str(tmp_path))
+    module, theta = density._module, theta0(density)
+    lp, grad = density.log_density_gradient(theta)
+    density.log_density_gradient(theta, out=np.empty(density.dim))
+    assert len(module.logp_grad.signatures) == 1 and len(module.core.signatures) == 0
+    lp_core, grad_core = density.log_density_gradient(theta, out=np.empty((density.dim, 2))[:, 0])
+    assert lp_core == pytest.approx(lp, rel=1e-13)  # a strided `out`: core, not the entry
+    np.testing.assert_allclose(grad_core, grad, rtol=1e-12)
     density.log_density_gradient(theta, jacobian=False)
-    density.log_density_gradient_batch(np.stack([theta, theta]))
-    assert len(density._module.core.signatures) == 1
+    lps, grads = density.log_density_gradient_batch(np.stack([theta, theta]))
+    assert len(module.core.signatures) == 2  # the strided `out` and the contiguous arrays
+    assert lps[0] == pytest.approx(lp, rel=1e-13)
 
 
 def test_set_data_with_a_new_size_does_not_recompile(hierarchical):
@@ -213,8 +231,8 @@ def test_a_second_process_loads_from_the_disk_cache(tmp_path):
         m.observe("y", ld.Normal(mu, 2.0), np.arange(5.0))
         d = m.compile(cache_dir={str(tmp_path)!r})
         d.log_density_gradient(np.zeros(1))
-        core = d._module.core
-        print(sum(core.stats.cache_hits.values()), sum(core.stats.cache_misses.values()))
+        entry = d._module.logp_grad
+        print(sum(entry.stats.cache_hits.values()), sum(entry.stats.cache_misses.values()))
     """)
     runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
             for _ in range(2)]

@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distributions import special
+from logdens.engine import FASTMATH
 
 INF = math.inf
 NAN = math.nan
@@ -654,7 +655,6 @@ def test_every_public_function_is_tested():
 
 
 
-FASTMATH_LOOP = {"reassoc", "contract", "arcp", "nsz"}  # the engine's flags (logdens.engine.FASTMATH)
 
 
 def _loops(fn, nargs):
@@ -664,7 +664,7 @@ def _loops(fn, nargs):
     source = f"def loop({params}, out):\n    for i in range(out.size):\n        out[i] = fn({args})\n"
     namespace = {"fn": fn}
     exec(source, namespace)
-    return (numba.njit(fastmath=FASTMATH_LOOP, error_model="numpy")(namespace["loop"]),
+    return (numba.njit(fastmath=FASTMATH, error_model="numpy")(namespace["loop"]),
             numba.njit(error_model="numpy")(namespace["loop"]))
 
 
@@ -676,7 +676,7 @@ def _loops(fn, nargs):
 ])
 def test_special_functions_keep_their_flags_inside_a_reassociating_loop(name, args):
     """Compiled inside a loop with the engine's ``reassoc``, a special function
-    keeps its own fastmath flags (``special._jitable``), so it gives the same bits
+    keeps its own fastmath flags (``distributions.jit.jitable``), so it gives the same bits
     as in a loop without fastmath. It used to take its caller's: lchoose then
     moved by up to 6.9e-11 relative, log_ndtr by 6.5e-14."""
     arrays = args(np.random.default_rng(0))

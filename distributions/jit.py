@@ -1,0 +1,98 @@
+"""How the distributions' scalar functions are compiled: ``kernel`` and ``jitable``.
+
+Each is numba's ``register_jitable``: the function runs as plain Python when
+called from Python and is compiled inside numba code. Both give the function
+fixed fastmath flags (none) and cache the compiled result on disk:
+
+* No fastmath flags, whatever the caller's. numba gives a function without
+  flags of its own those of its first caller, and the engine compiles its
+  loops with ``reassoc`` (reductions need it to vectorize). Reassociation
+  undoes careful arithmetic: ``special.lchoose`` moved by 6.9e-11 relative,
+  Poisson's ``logpdf`` at a rate of 1e6 by 1e-10, and 16 kernel cases of the
+  distribution tests (StudentT at df 1e8, NegativeBinomial at phi 1e12,
+  TruncatedNormal 1e-10 wide, ...) lost their partials, down to 0.0 for a
+  d/dphi of 1.9e-9. LLVM keeps each instruction's flags when it inlines, so
+  the engine's loops stay fast around exact kernels. Measured cost: the
+  Normal log density alone at N = 1e5, 33 to 40 µs; gradients unchanged.
+* The disk cache, because each kernel would otherwise be compiled again in
+  every process that compiles a model (0.3 s of the eight-schools model's
+  0.6 s). A cached function keeps its LLVM bitcode, so the engine's loops
+  still inline it. Its freshness stamp covers the whole package (see
+  ``_PackageStampLocator``).
+"""
+
+import hashlib
+from pathlib import Path
+
+from numba.core import caching
+from numba.extending import register_jitable
+
+
+def _sources_hash():
+    """SHA-256 of this package's ``*.py`` files, names and contents."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+_SOURCES = _sources_hash()
+_DECORATED = set()  # code objects of the functions compiled through this module
+
+
+class _PackageStampLocator(caching._CacheLocator):
+    """numba's own cache locator for a function decorated here, with a hash of
+    the whole package added to its freshness stamp.
+
+    numba checks only the function's own file, yet the compiled function
+    holds the code of every function it calls (``special``, ``vmath``,
+    helpers of other modules): an edit there would leave a stale kernel in
+    the cache. With the hash, any edit of the package compiles the kernels
+    anew; an installed copy keeps loading them.
+    """
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def ensure_cache_path(self):
+        self._inner.ensure_cache_path()
+
+    def get_cache_path(self):
+        return self._inner.get_cache_path()
+
+    def get_source_stamp(self):
+        return self._inner.get_source_stamp(), _SOURCES
+
+    def get_disambiguator(self):
+        return self._inner.get_disambiguator()
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if py_func.__code__ not in _DECORATED:
+            return None
+        for other in caching.CacheImpl._locator_classes:
+            inner = None if other is cls else other.from_function(py_func, py_file)
+            if inner is not None:
+                return cls(inner)
+        return None
+
+
+caching.CacheImpl._locator_classes.insert(0, _PackageStampLocator)
+
+
+def _cached(fn, **options):
+    _DECORATED.add(fn.__code__)
+    return register_jitable(cache=True, **options)(fn)
+
+
+def kernel(fn):
+    """A ``logpdf_grad`` kernel: always inlined (LLVM ``alwaysinline``). LLVM
+    left a kernel grown by an inlined ``vmath`` polynomial as a call per
+    element, which cost the call and stopped the loop vectorizing (logistic
+    regression's gradient: 420 µs as a call, 245 µs inlined)."""
+    return _cached(fn, fastmath=set(), forceinline=True)
+
+
+def jitable(fn):
+    """Any other function: a ``logpdf``, a helper, a function of ``special``."""
+    return _cached(fn, fastmath=set())

@@ -1,0 +1,59 @@
+"""``distributions.jit``: the kernels' fixed flags and their disk cache."""
+
+import hashlib
+from pathlib import Path
+
+import numba
+import numpy as np
+from numba.core import caching
+
+import distributions
+from distributions import jit, normal, special
+from logdens.engine import FASTMATH
+
+
+def _package_hash():
+    digest = hashlib.sha256()
+    for path in sorted(Path(distributions.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def test_a_decorated_function_is_stamped_with_the_whole_package():
+    """numba would check only ``normal.py``; the stamp also changes with any
+    other file of the package (``special``, ``vmath``), so no stale kernel loads."""
+    impl = caching.CompileResultCacheImpl(normal.logpdf_grad)
+    assert isinstance(impl.locator, jit._PackageStampLocator)
+    own_stamp, package = impl.locator.get_source_stamp()
+    assert package == _package_hash()
+    assert own_stamp[1] == Path(normal.__file__).stat().st_size  # numba's (mtime, size) of the file
+    assert impl.locator.get_cache_path()  # numba's own directory for the file
+
+
+def test_other_functions_keep_numbas_locator():
+    def plain(x):
+        return x + 1.0
+
+    impl = caching.CompileResultCacheImpl(plain)
+    assert not isinstance(impl.locator, jit._PackageStampLocator)
+
+
+def test_the_kernel_gives_the_same_bits_whatever_its_callers_flags():
+    """Flags are the kernel's own: compiled first from a caller without fastmath
+    and then from one with the engine's, it returns the same values."""
+    def loop(x, out):
+        for i in range(x.size):
+            out[i] = normal.logpdf_grad(x[i], 0.3, 1.7, (True, True, True))[2]
+
+    x = np.random.default_rng(0).normal(size=1000)
+    plain, fast = np.empty(1000), np.empty(1000)
+    numba.njit(error_model="numpy")(loop)(x, plain)
+    numba.njit(fastmath=FASTMATH, error_model="numpy")(loop)(x, fast)
+    np.testing.assert_array_equal(plain, fast)
+    # arcp: a multiply by 1/scale**2, a few ulp from the quotient; atol for x near loc
+    np.testing.assert_allclose(plain, (x - 0.3) / 1.7 ** 2, rtol=1e-14, atol=1e-16)
+
+
+def test_special_functions_are_cached_without_fastmath():
+    impl = caching.CompileResultCacheImpl(special.lchoose)
+    assert isinstance(impl.locator, jit._PackageStampLocator)
