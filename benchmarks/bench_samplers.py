@@ -633,7 +633,7 @@ def main(argv=None):
         results = {}
         for tool in runnable:
             results[tool] = spawn(model, tool, args)
-            runs = [results[tool].get(k) for k in ("cold", "warm")] if tool == "logdens" else []
+            runs = [results[tool].get(k) for k in ("cold", "warm")]
             seconds = [r["process_s"] for r in (runs if all(runs) else [results[tool]]) if "process_s" in r]
             print(f"  {model} / {tool}: " + (results[tool].get("error") or
                   " + ".join(f"{s:.1f}" for s in seconds) + " s in its process(es)"), flush=True)

@@ -10,7 +10,11 @@ Nodes without a plate (scalars) are computed once before the loop, their
 adjoints accumulate in locals inside it and flow back after it. A reduction
 (``ld.sum``) inside an expression is its own loop before the term's loop,
 and a second loop after it pushes the reduction's adjoint back (the
-reduction's elements are recomputed, not stored).
+reduction's elements are recomputed, not stored). When the reduction's
+elements read one vector parameter, element by element, and nothing else in
+the model reads it, its loop also stores each element's derivative in that
+parameter's gradient entry, and the loop after it only scales them by the
+reduction's adjoint (``_one_pass_param``).
 
 Variables: ``v<n>`` values and ``a<n>`` their adjoints (each with a comment
 echoing the source node), ``d_<name>`` data arrays, ``i_<name>`` index
@@ -91,8 +95,10 @@ class Lowering:
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
         self.blockable, self.gathered_index = False, {}
         # Vector parameters whose gradient entries a term assigns instead of
-        # adding to (see ``assign_first``), and those assigned so far.
-        self.assign_first, self.assigning, self.assigned = False, set(), set()
+        # adding to (see ``assign_first``), those assigned so far, and those any
+        # term so far has read (a later term must add to their entries).
+        self.assign_first, self.assigning, self.assigned, self.touched = False, set(), set(), set()
+        self.terms = ()  # the model's terms, with ``assign_first``: who else reads a parameter
         self.serial_target, self.chunks = target, chunks
         self.uses_bufs = False  # whether a chunked term wrote to private gradient rows
         self.lp = "lp"
@@ -266,10 +272,23 @@ class Lowering:
     def _value_Sum(self, node, var, block, outer, index):
         arg = node.children[0]
         loop = Block(self.fresh("i"), self.length(arg))
+        p = self._one_pass_param(node)
+        if p is not None:
+            self.assigning.add(p.name)  # its entries are assigned, not added to
+            self.assigned.add(p.name)
         element = self.value(arg, loop, outer, loop.index)
         loop.forward.append(f"{var} += {element}")
+        if p is not None:  # d element / d p[i] into p's gradient entries, scaled after
+            self._push(arg, element, "1.0", loop, into=loop.reverse)
+            loop.forward += self._adjoint_inits(loop) + self._reverse(loop)
+            self.assigning.discard(p.name)
         outer.forward += [f"{var} = 0.0  # {node.label()}", f"for {loop.index} in range({loop.length}):"]
         outer.forward += indent(loop.forward)
+        if p is not None:
+            back = self.fresh("i")
+            col = f"{p.offset} + {back}" if p.offset else back
+            return lambda a, b: [f"for {back} in range({loop.length}):",
+                                 f"    {self.target(col, self.row)} *= {a}"]
 
         def rule(a, b):
             back = Block(self.fresh("i"), loop.length)
@@ -278,6 +297,24 @@ class Lowering:
             body = back.forward + self._adjoint_inits(back) + self._reverse(back)
             return [f"for {back.index} in range({back.length}):"] + indent(body)
         return rule
+
+    def _one_pass_param(self, node):
+        """The parameter whose gradient entries the loop of the sum ``node`` can
+        hold, or None: one vector parameter (no event transform) read only at
+        the loop's row through elementwise operations, no other parameter
+        below ``node``, and no use of it anywhere else in the model (so no
+        other code touches its entries between the loop and the scaling)."""
+        if not (self.gradient and self.assign_first and not self.per_row):
+            return None
+        names = {leaf.name for leaf in node.leaves() if isinstance(leaf, ex.Param)}
+        if len(names) != 1:
+            return None
+        p = self.layout.params[names.pop()]
+        if p.shape == () or p.transform.event or p.name in self.touched:
+            return None
+        if not _elementwise_use(node.children[0], p.name):
+            return None
+        return None if any(_used_outside(a, node, p.name) for t in self.terms for a in t.args) else p
 
     # ----- adjoints -----------------------------------------------------
     def _push(self, node, var, contribution, block, into=None):
@@ -315,6 +352,11 @@ class Lowering:
     # ----- terms --------------------------------------------------------
     def term(self, term, keep, mode):
         """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``."""
+        lines = self._term(term, keep, mode)
+        self.touched |= {leaf.name for a in term.args for leaf in a.leaves() if isinstance(leaf, ex.Param)}
+        return lines
+
+    def _term(self, term, keep, mode):
         chunked = self.gradient and self.chunks and _chunkable(term)
         if chunked:  # each chunk adds into its own ``lps[c]`` and, unless disjoint, its own row of ``bufs``
             self.target, self.lp = self._chunk_target, "lp_c"
@@ -324,7 +366,7 @@ class Lowering:
         self.row, self.term_loop, self.blocked = loop.index, loop, []
         self.gathered, self.gathered_index = [], {}
         if self.assign_first and not (self.per_row or chunked):
-            self.assigning = self._row_only_params(term) - self.assigned
+            self.assigning = self._row_only_params(term) - self.touched
             self.assigned |= self.assigning
         self.blockable = not self.per_row
         result = self._term_value(term, keep, loop, outer, mode)
@@ -491,3 +533,24 @@ def _chunkable(term):
     def has_sum(node):
         return isinstance(node, ex.Sum) or any(has_sum(c) for c in node.children)
     return any(a.shape != () for a in term.args) and not any(has_sum(a) for a in term.args)
+
+
+def _reads(node, name):
+    return any(isinstance(leaf, ex.Param) and leaf.name == name for leaf in node.leaves())
+
+
+def _elementwise_use(node, name):
+    """Whether every path from ``node`` to parameter ``name`` is elementwise
+    (no gather, slice, matrix product or sum reads it)."""
+    if isinstance(node, (ex.Gather, ex.Slice, ex.MatVec, ex.Sum)):
+        return not _reads(node, name)
+    return all(_elementwise_use(c, name) for c in node.children)
+
+
+def _used_outside(node, inside, name):
+    """Whether ``node`` reads parameter ``name`` other than below the node ``inside``."""
+    if node is inside:
+        return False
+    if isinstance(node, ex.Param):
+        return node.name == name
+    return any(_used_outside(c, inside, name) for c in node.children)

@@ -183,7 +183,7 @@ def _gradient_functions(model, layout):
     """``core``, ``core_parallel`` (when possible), ``logp_grad`` and ``batch``."""
     prologue = layout.prologue() + _materialize(layout, gradient=True)
     grad = Lowering(layout, gradient=True, target=_grad_target)
-    grad.assign_first = True
+    grad.assign_first, grad.terms = True, model.terms
     terms = _terms(grad, model)
     body = (prologue + _zero_unassigned(layout, grad.assigned) + ["lp = 0.0"] + terms
             + _event_reverse(layout) + _jacobian(layout, True) + ENDING)

@@ -69,6 +69,12 @@ def test_random_models(data):
     np.testing.assert_allclose(grad_py, grad, rtol=1e-10, atol=1e-12)
 
 
+def _core(density):
+    """The source of ``core`` alone (``core_parallel`` follows it)."""
+    source = density.source()
+    return source[source.index("def core("):source.index("def core_parallel(")]
+
+
 def test_first_term_to_read_a_vector_assigns_its_gradient_entries():
     """``z``'s prior term writes ``grad[...] = ...`` (no zeroing pass over z); the
     terms after it, and a term that also gathers ``z``, add. Checked against
@@ -80,8 +86,7 @@ def test_first_term_to_read_a_vector_assigns_its_gradient_entries():
     m.observe("y", ld.Normal(z + z[idx] + u, 1.5), DATA["y"])
     m.observe("x", ld.Normal(u * z, 2.0), DATA["x"])
     density = m.compile()
-    source = density.source()
-    core = source[source.index("def core("):source.index("def core_parallel(")]
+    core = _core(density)
     assert "grad[0:6] = 0.0" not in core and "grad[6:12] = 0.0" not in core
     assert core.count("] = a") == 2  # z in its prior term, u (read directly) in term 'y'
     theta = np.random.default_rng(3).normal(size=density.dim)
@@ -89,6 +94,48 @@ def test_first_term_to_read_a_vector_assigns_its_gradient_entries():
     lp, grad = density.log_density_gradient(theta)
     lp_py, grad_py = m.compile(backend="python").log_density_gradient(theta)
     np.testing.assert_allclose(grad_py, grad, rtol=1e-12)
+
+
+def test_a_sum_over_a_parameter_read_nowhere_else_takes_one_pass():
+    """F(sum_i f(x_i)): the sum's loop stores f'(x_i) in x's gradient entries and
+    a second loop only scales them by F'; with a constrained x (the Jacobian is
+    added after the scaling) and a data array inside the sum."""
+    m = ld.Model()
+    x = m.param("x", shape=N, constraint=ld.positive)
+    mu = m.param("mu", ld.Normal(0, 1))
+    rho = ld.sum(ld.exp(-x) * m.data("x_data", DATA["x"]) + ld.log1p(ld.square(x)))
+    m.potential("F", -0.5 * ld.square(rho - 1.0) - 0.1 * rho ** 3 / (1.0 + ld.square(rho)))
+    m.observe("y", ld.Normal(mu, 1.5), DATA["y"])
+    density = m.compile()
+    core = _core(density)
+    assert core.count("vmath.exp(") == 2  # x's transform and exp(-x), once each: one pass
+    assert "] *= a" in core and "grad[0:6] = 0.0" not in core
+    rng = np.random.default_rng(5)
+    for theta in rng.normal(scale=0.8, size=(3, density.dim)):
+        check_gradient(density, theta, rng)
+        check_gradient(density, theta, rng, jacobian=False)
+        lp, grad = density.log_density_gradient(theta)
+        lp_py, grad_py = m.compile(backend="python").log_density_gradient(theta)
+        np.testing.assert_allclose(grad_py, grad, rtol=1e-12)
+
+
+@pytest.mark.parametrize("other_use", ["prior", "scalar inside", "read again"])
+def test_a_sum_over_a_parameter_read_elsewhere_takes_two_passes(other_use):
+    """When anything else reads x (its prior, another term) or the sum also
+    reads a scalar parameter, the elements are recomputed in a second loop.
+    "read again" is also a regression test: the later term reading x at its
+    row used to assign x's entries, erasing what the sum had added."""
+    m = ld.Model()
+    x = m.param("x", ld.Normal(0, 1) if other_use == "prior" else None, shape=N)
+    s = m.param("s", ld.Exponential(1.0))
+    element = ld.exp(-x) * (s if other_use == "scalar inside" else 1.0)
+    m.potential("F", -ld.square(ld.sum(element)))
+    if other_use == "read again":
+        m.observe("y", ld.Normal(x, s), DATA["y"])
+    density = m.compile()
+    assert "] *= a" not in _core(density)
+    rng = np.random.default_rng(6)
+    check_gradient(density, rng.normal(scale=0.5, size=density.dim), rng)
 
 
 def test_blocked_loop_with_gather_slice_and_product():
