@@ -34,7 +34,7 @@ lowering (``logdens.codegen``):
 import types
 
 from logdens import cache
-from logdens.codegen import Lowering, indent
+from logdens.codegen import PLATE_INDEX, ROW_MARKER, Lowering, indent
 from logdens.layout import Layout, module_alias
 
 # The fastmath policy, stated once (STYLE 16): reassociation and contraction
@@ -138,6 +138,13 @@ def _grad_target(col, row):
     return f"grad[{col}]"
 
 
+def _row_target(col, row):
+    """Entry ``col`` of the per-sample output's row ``row``. A parameter read at
+    the row has a row marker for ``col`` (see ``codegen.ROW_MARKER``): it
+    becomes the plate index it stands for."""
+    return f"out[<<global:{row}>>, {ROW_MARKER.sub(PLATE_INDEX, str(col))}]"
+
+
 ENDING = ["if lp != lp:  # NaN from a potential or transform: reject the point", "    lp = -math.inf",
           "return lp"]
 
@@ -234,11 +241,11 @@ def _observed_functions(model, layout, term):
     """``pointwise_<term>`` and ``per_sample_<term>`` of one observed term."""
     value_prologue = layout.prologue() + _materialize(layout, gradient=False)
     grad_prologue = layout.prologue() + _materialize(layout, gradient=True)
-    per_row = Lowering(layout, gradient=True, per_row=True, target=lambda col, row: f"out[{row}, {col}]")
+    per_row = Lowering(layout, gradient=True, per_row=True, target=_row_target)
     return (_function(f"def pointwise_{term.name}(theta, fdata, idata, out):",
                       value_prologue + _terms(Lowering(layout, gradient=False), model, "pointwise", term))
             + _function(f"def per_sample_{term.name}(theta, fdata, idata, out):",
-                        grad_prologue + ["out[:, :] = 0.0", "lp = 0.0"] + _terms(per_row, model, "lp", term)))
+                        grad_prologue + ["lp = 0.0"] + _terms(per_row, model, "lp", term)))
 
 
 def compile_model(model, backend="cpu", cache_dir=None, parallel=False):

@@ -152,6 +152,31 @@ def test_python_calls_with_the_jacobian_compile_nothing_more(tmp_path):
     assert lps[0] == pytest.approx(lp, rel=1e-13)
 
 
+def test_per_sample_gradients_in_blocks_with_row_parameters_and_a_constrained_product():
+    """600 rows (blocks of 256, 256 and 88): a vector read at the row, a product
+    with a positive-constrained vector (its rows scaled by dx/du), a scalar."""
+    n, rng = 600, np.random.default_rng(11)
+    m = ld.Model()
+    z = m.param("z", shape=n)
+    w = m.param("w", shape=D, constraint=ld.positive)
+    a = m.param("a")
+    m.observe("y", ld.Normal(z + m.data("X", rng.normal(size=(n, D))) @ w + a, 1.3), rng.normal(size=n))
+    density = m.compile()
+    theta = rng.normal(scale=0.5, size=density.dim)
+    rows = density.per_sample_gradient(theta, "y")
+    _, grad = density.log_density_gradient(theta, jacobian=False)
+    np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
+    twin = m.compile(backend="python").per_sample_gradient(theta, "y")
+    np.testing.assert_allclose(rows, twin, rtol=1e-12, atol=1e-15)
+    for i in (0, 300, 599):  # one row of each block against central differences
+        def lp_i(t):
+            return density.pointwise_log_likelihood(t)["y"][i]
+        e = np.eye(density.dim)
+        fd = np.array([(lp_i(theta + 1e-6 * e[k]) - lp_i(theta - 1e-6 * e[k])) / 2e-6
+                       for k in range(density.dim)])
+        np.testing.assert_allclose(rows[i], fd, rtol=1e-6, atol=1e-8)
+
+
 def test_set_data_with_a_new_size_does_not_recompile(hierarchical):
     density = hierarchical_model().compile()
     core = density._module.core
