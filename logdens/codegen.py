@@ -407,6 +407,8 @@ class Lowering:
         buffered = bool(self.blocked or self.gathered)
         if not buffered and lo == "0":
             zero = ["out[:, :] = 0.0"] if self.per_row else []
+            if hi == "1":  # a term without a plate: its one row, no loop
+                return zero + [f"{loop.index} = 0"] + self._resolve(inner, None)
             return zero + [f"for {loop.index} in range({hi}):"] + indent(self._resolve(inner, None))
         views = {}
         inner = self._resolve(inner, views)
