@@ -34,7 +34,7 @@ lowering (``logdens.codegen``):
 import types
 
 from logdens import cache
-from logdens.codegen import PLATE_INDEX, ROW_MARKER, Lowering, indent
+from logdens.codegen import PLATE_INDEX, ROW_MARKER, Lowering, indent, tidy
 from logdens.layout import Layout, module_alias
 
 # The fastmath policy, stated once (STYLE 16): reassociation and contraction
@@ -104,7 +104,7 @@ def _jacobian(layout, gradient):
 
 
 def _function(header, body, decorator=JIT):
-    return [f"@{decorator}", header] + indent(body) + [""]
+    return [f"@{decorator}", header] + indent(tidy(body)) + [""]
 
 
 def python_twin(source):

@@ -173,3 +173,13 @@ def test_generated_source_is_readable():
     assert "# term 'y': y ~ Normal(" in source
     assert "def logp_grad(theta, grad, fdata, idata):" in source
     compile(source, "<generated>", "exec")
+
+
+def test_tidy_folds_single_contributions_and_drops_times_one():
+    from logdens.codegen import tidy
+    lines = ["a3 = 0.0", "a4 = 0.0", "for i in range(n):", "    a5 = 0.0", "    x = 2.0",
+             "    a5 += r[2] * 1.0", "    a4 += a5 * 1.05", "    a6 = 0.0", "    a6 += a5", "    a6 += x",
+             "a3 += a4 * 1.0 / 4.0", "grad[0] += a3"]
+    assert tidy(lines) == [
+        "a4 = 0.0", "for i in range(n):", "    x = 2.0", "    a5 = r[2]", "    a4 += a5 * 1.05",
+        "    a6 = 0.0", "    a6 += a5", "    a6 += x", "a3 = a4 / 4.0", "grad[0] += a3"]
