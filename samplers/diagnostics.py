@@ -66,15 +66,20 @@ def _split(x):
 
 
 def _average_ranks(flat):
-    """Ranks (1-based) of each column of ``flat`` (n, k), ties averaged."""
-    order = np.argsort(flat, axis=0, kind="stable")
-    ranks = np.empty_like(flat)
-    np.put_along_axis(ranks, order, np.arange(1.0, flat.shape[0] + 1)[:, None], axis=0)
-    ties = np.any(np.diff(np.take_along_axis(flat, order, axis=0), axis=0) == 0, axis=0)
+    """Ranks (1-based) of each column of ``flat`` (n, k), ties averaged.
+
+    Sorted as rows of the transpose: along contiguous memory, argsort is
+    several times faster than down the columns.
+    """
+    rows = np.ascontiguousarray(flat.T)
+    order = np.argsort(rows, axis=1, kind="stable")
+    ranks = np.empty_like(rows)
+    np.put_along_axis(ranks, order, np.arange(1.0, rows.shape[1] + 1)[None, :], axis=1)
+    ties = np.any(np.diff(np.take_along_axis(rows, order, axis=1), axis=1) == 0, axis=1)
     for j in np.flatnonzero(ties):  # rare: stuck chains, discrete values
-        _, inverse, counts = np.unique(flat[:, j], return_inverse=True, return_counts=True)
-        ranks[:, j] = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
-    return ranks
+        _, inverse, counts = np.unique(rows[j], return_inverse=True, return_counts=True)
+        ranks[j] = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
+    return ranks.T
 
 
 def _rank_normalize(x):
@@ -109,9 +114,14 @@ def rank_rhat(x):
     float or ndarray of shape (k,)
     """
     s = _split(_as_3d(x))
-    folded = np.abs(s - np.median(s.reshape(-1, s.shape[2]), axis=0))
-    out = np.maximum(_rhat(_rank_normalize(s)), _rhat(_rank_normalize(folded)))
+    out = _rank_rhat(s, _rank_normalize(s))
     return out if np.ndim(x) == 3 else float(out[0])
+
+
+def _rank_rhat(s, normalized):
+    """``rank_rhat`` of split chains ``s`` whose rank-normalized draws are given."""
+    folded = np.abs(s - np.median(s.reshape(-1, s.shape[2]), axis=0))
+    return np.maximum(_rhat(normalized), _rhat(_rank_normalize(folded)))
 
 
 def _ess(x):
@@ -148,10 +158,14 @@ def bulk_ess(x):
     float or ndarray of shape (k,)
     """
     s = _split(_as_3d(x))
-    out = _ess(_rank_normalize(s))
-    constant = np.ptp(s.reshape(-1, s.shape[2]), axis=0) < np.finfo(float).resolution
-    out = np.where(constant, float(s.shape[0] * s.shape[1]), out)
+    out = _bulk_ess(s, _rank_normalize(s))
     return out if np.ndim(x) == 3 else float(out[0])
+
+
+def _bulk_ess(s, normalized):
+    """``bulk_ess`` of split chains ``s`` whose rank-normalized draws are given."""
+    constant = np.ptp(s.reshape(-1, s.shape[2]), axis=0) < np.finfo(float).resolution
+    return np.where(constant, float(s.shape[0] * s.shape[1]), _ess(normalized))
 
 
 def _convergence_messages(idata, chains, n_draws):
@@ -160,7 +174,9 @@ def _convergence_messages(idata, chains, n_draws):
         return msgs
     flat = np.concatenate([v.values.reshape(chains, n_draws, -1)
                            for v in idata["posterior"].data_vars.values()], axis=2)
-    max_rhat, min_ess = np.nanmax(rank_rhat(flat)), np.nanmin(bulk_ess(flat))
+    s = _split(flat)
+    normalized = _rank_normalize(s)  # shared by R-hat and ESS
+    max_rhat, min_ess = np.nanmax(_rank_rhat(s, normalized)), np.nanmin(_bulk_ess(s, normalized))
     if max_rhat > MAX_RHAT:
         msgs.append(f"max R-hat is {max_rhat:.3f} (> {MAX_RHAT}); chains have not mixed")
     if min_ess < MIN_ESS_PER_CHAIN * chains:
