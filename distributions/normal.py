@@ -11,7 +11,7 @@ import math
 from distributions import vmath
 from distributions.constraints import positive, real
 from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
+from distributions.jit import fast_kernel, jitable
 from distributions.spec import Param, Spec, Summand
 from distributions.special import LOG_SQRT_2PI
 
@@ -25,7 +25,7 @@ def logpdf(x, loc, scale):
     return -0.5 * z * z - vmath.log(scale) - LOG_SQRT_2PI
 
 
-@kernel
+@fast_kernel
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
     if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):

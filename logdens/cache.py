@@ -5,8 +5,10 @@ functions of a module imported from a file (``cache=True``). So every
 generated module is written to ``<cache dir>/logdens_<key>.py`` and imported;
 a second process finds the file, and numba finds its compiled functions.
 numba keys its cache on that file alone, so the file name carries a hash of
-everything the generated code depends on: its source, the sources of the
-modules it calls, and the logdens, numba and Python versions.
+everything the generated code depends on: its source, every source of the
+``distributions`` package (kernels inline helpers of other modules, and
+``distributions.jit`` sets their flags), ``logdens.event_transforms``, and the
+logdens, numba and Python versions.
 """
 
 import hashlib
@@ -18,6 +20,8 @@ import tempfile
 import numba
 
 import logdens
+from distributions import jit
+from logdens import event_transforms
 
 # Loaded modules by key: a model compiled twice in one process reuses them.
 _LOADED = {}
@@ -33,25 +37,20 @@ def cache_dir(override=None):
     return path
 
 
-def _file_hash(module_name):
-    module = sys.modules.get(module_name) or importlib.import_module(module_name)
-    with open(module.__file__, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def key(source, called_modules):
+def key(source):
     """The cache key of a generated module."""
     h = hashlib.sha256(source.encode())
     versions = f"{logdens.__version__}|{numba.__version__}|{sys.version}"
     h.update(versions.encode())
-    for name in sorted(set(called_modules) | {"distributions.special", "distributions.vmath"}):
-        h.update(_file_hash(name).encode())
+    h.update(jit.SOURCES.encode())
+    with open(event_transforms.__file__, "rb") as f:
+        h.update(f.read())
     return h.hexdigest()[:24]
 
 
-def load(source, called_modules, directory=None):
+def load(source, directory=None):
     """Import the generated module for ``source``, writing it to the cache first if needed."""
-    k = key(source, called_modules)
+    k = key(source)
     if k in _LOADED:
         return _LOADED[k]
     path = os.path.join(cache_dir(directory), f"logdens_{k}.py")

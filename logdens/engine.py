@@ -33,14 +33,11 @@ lowering (``logdens.codegen``):
 
 import types
 
+from distributions.jit import FASTMATH
 from logdens import cache
 from logdens.codegen import PLATE_INDEX, ROW_MARKER, Lowering, indent, tidy
 from logdens.layout import Layout, module_alias
 
-# The fastmath policy, stated once (STYLE 16): reassociation and contraction
-# let reductions vectorize; never nnan or ninf, since -inf is a valid value.
-# The distributions' functions keep their own flags (none: distributions.jit).
-FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 JIT = f"numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={{{', '.join(repr(f) for f in sorted(FASTMATH))}}})"
 C_SIGNATURE = "float64(CPointer(float64), CPointer(float64), CPointer(float64), int64, CPointer(int64), int64)"
 CHUNKS = 32  # fixed chunk count of the parallel variant: results independent of thread count
@@ -261,7 +258,6 @@ def compile_model(model, backend="cpu", cache_dir=None, parallel=False):
         return LogDensity(model, layout, python_twin(source), source, parallel)
     if backend != "cpu":
         raise ValueError(f"unknown backend {backend!r}; available: 'cpu', 'python'")
-    module = cache.load(source, [t.dist.spec.logpdf_grad.__module__ for t in model.terms if t.dist],
-                        cache_dir)
+    module = cache.load(source, cache_dir)
     return LogDensity(model, layout, module, source, parallel)
 

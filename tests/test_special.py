@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distributions import special
-from logdens.engine import FASTMATH
+from distributions.jit import FASTMATH
 
 INF = math.inf
 NAN = math.nan
@@ -664,7 +664,7 @@ def _loops(fn, nargs):
     source = f"def loop({params}, out):\n    for i in range(out.size):\n        out[i] = fn({args})\n"
     namespace = {"fn": fn}
     exec(source, namespace)
-    return (numba.njit(fastmath=FASTMATH, error_model="numpy")(namespace["loop"]),
+    return (numba.njit(fastmath=set(FASTMATH), error_model="numpy")(namespace["loop"]),
             numba.njit(error_model="numpy")(namespace["loop"]))
 
 

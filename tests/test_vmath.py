@@ -16,24 +16,24 @@ import numpy as np
 import pytest
 
 from distributions import vmath
-from logdens.engine import FASTMATH
+from distributions.jit import FASTMATH
 
 FUNCTIONS = {"exp": (vmath.exp, np.exp), "log": (vmath.log, np.log), "log1p": (vmath.log1p, np.log1p)}
 
 
-@numba.njit(fastmath=FASTMATH, error_model="numpy")
+@numba.njit(fastmath=set(FASTMATH), error_model="numpy")
 def _map_exp(x, out):
     for i in range(x.size):
         out[i] = vmath.exp(x[i])
 
 
-@numba.njit(fastmath=FASTMATH, error_model="numpy")
+@numba.njit(fastmath=set(FASTMATH), error_model="numpy")
 def _map_log(x, out):
     for i in range(x.size):
         out[i] = vmath.log(x[i])
 
 
-@numba.njit(fastmath=FASTMATH, error_model="numpy")
+@numba.njit(fastmath=set(FASTMATH), error_model="numpy")
 def _map_log1p(x, out):
     for i in range(x.size):
         out[i] = vmath.log1p(x[i])
