@@ -26,9 +26,11 @@ def logpdf(x, rate):
 
 
 @kernel
-def logpdf_grad(x, rate, keep):
-    """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep``."""
-    if not (0.0 < rate < math.inf) or not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
+def logpdf_grad(x, rate, keep, x_valid=False):
+    """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if not (0.0 < rate < math.inf) or not (x <= _MAX_COUNT):
+        return -math.inf, 0.0, 0.0
+    if not (x_valid or (0.0 <= x and x == math.floor(x))):
         return -math.inf, 0.0, 0.0
     lp = 0.0
     d_rate = 0.0
@@ -50,6 +52,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 

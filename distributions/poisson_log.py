@@ -22,25 +22,26 @@ _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated 
 
 
 @jitable
-def _outside(x, log_rate):
-    """Invalid or overflowing log rate, or x off the nonnegative integers (or above _MAX_COUNT)."""
-    if not (-math.inf < log_rate <= LOG_FLOAT_MAX):
+def _outside(x, log_rate, x_valid):
+    """Invalid or overflowing log rate, x above _MAX_COUNT, or (unless ``x_valid``)
+    x off the nonnegative integers."""
+    if not (-math.inf < log_rate <= LOG_FLOAT_MAX) or not (x <= _MAX_COUNT):
         return True
-    return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
+    return not (x_valid or (0.0 <= x and x == math.floor(x)))
 
 
 @jitable
 def logpdf(x, log_rate):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for an invalid log rate."""
-    if _outside(x, log_rate):
+    if _outside(x, log_rate, False):
         return -math.inf
     return x * log_rate - vmath.exp(log_rate) - math.lgamma(x + 1.0)
 
 
 @kernel
-def logpdf_grad(x, log_rate, keep):
-    """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep``."""
-    if _outside(x, log_rate):
+def logpdf_grad(x, log_rate, keep, x_valid=False):
+    """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _outside(x, log_rate, x_valid):
         return -math.inf, 0.0, 0.0
     lp = 0.0
     d_log_rate = 0.0
@@ -65,6 +66,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 

@@ -24,6 +24,7 @@ arrays, ``n_<name>`` data lengths, all names validated identifiers.
 import re
 
 from logdens import expr as ex
+from logdens import validate
 from logdens.layout import module_alias
 
 BLOCK = 256  # rows per block of a blocked term loop: its buffers and its block of X stay in cache
@@ -620,7 +621,8 @@ class Lowering:
             loop.forward.append(f"out[{self._at_row(loop, loop.index)}] = {module}.logpdf({', '.join(args)})")
             return None
         result = self.fresh("r")
-        loop.forward.append(f"{result} = {module}.logpdf_grad({', '.join(args)}, {keep!r})")
+        checked = ", True" if term.dist.spec.takes_x_valid and validate.value_checked(term) else ""
+        loop.forward.append(f"{result} = {module}.logpdf_grad({', '.join(args)}, {keep!r}{checked})")
         loop.forward.append(f"{self.lp} += {result}[0]")
         self.term_args = args
         return result

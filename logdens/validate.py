@@ -93,6 +93,15 @@ def check_terms(model, layout, arrays):
                                  f"{_first_violation(shown, np.asarray(known[name]), ok)}, {describe(constraint)}")
 
 
+def value_checked(term):
+    """Whether ``check_terms`` always checks ``term``'s observed value against the
+    support: a bare data array or constant, with every bound of the support
+    that names a parameter given by one too."""
+    spec, args = term.dist.spec, term.args
+    fixed = {n for n, a in zip(spec.arg_names, args) if isinstance(a, (ex.Const, ex.Data))}
+    return "x" in fixed and _bounds_known(spec.support, fixed)
+
+
 def _fixed_value(node, arrays, layout):
     """The numeric value of a bare data array or constant; None for anything else."""
     if isinstance(node, ex.Const):

@@ -183,3 +183,24 @@ def test_tidy_folds_single_contributions_and_drops_times_one():
     assert tidy(lines) == [
         "a4 = 0.0", "for i in range(n):", "    x = 2.0", "    a5 = r[2]", "    a4 += a5 * 1.05",
         "    a6 = 0.0", "    a6 += a5", "    a6 += x", "a3 = a4 / 4.0", "grad[0] += a3"]
+
+
+def test_checked_observed_data_skips_the_kernels_value_checks():
+    """Bare observed counts are checked when set, so the kernel is told
+    (``x_valid``); counts computed from data are not checked then, so it is not."""
+    counts = RNG.poisson(2.0, size=N).astype(float)
+    densities = []
+    for bare in (True, False):
+        m = ld.Model()
+        log_rate = m.param("log_rate", shape=N)
+        c = m.data("c", counts)
+        m.observe("y", ld.PoissonLog(log_rate), c if bare else 2.0 * c - c)
+        density = m.compile()
+        assert (", True)" in _core(density)) == bare
+        densities.append(density)
+    theta = RNG.normal(scale=0.3, size=N)
+    (lp_bare, g_bare), (lp_expr, g_expr) = (d.log_density_gradient(theta) for d in densities)
+    assert lp_bare == pytest.approx(lp_expr, rel=1e-14)
+    np.testing.assert_allclose(g_bare, g_expr, rtol=1e-14)
+    with pytest.raises(ld.ModelError, match="value"):
+        densities[0].set_data(c=counts + 0.5)

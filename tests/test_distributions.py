@@ -270,3 +270,33 @@ def test_gradient_keys_follow_the_spec():
         valid = next(c for c in CASES if c.dist is dist)
         _, grads = dist(**valid.params).logpdf_grad(valid.x)
         assert tuple(grads) == dist.spec.gradient_args()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.dist.spec.takes_x_valid],
+                         ids=lambda c: c.id)
+def test_x_valid_skips_only_checks_that_valid_values_pass(case):
+    """``x_valid=True`` (the engine's promise for checked data) changes nothing at
+    values in the support, compiled and in plain Python."""
+    spec = case.dist.spec
+    points = [p for p in zip(*args_of(case)) if np.isfinite(spec.logpdf(*p))]
+    assert points
+    for point in points:
+        plain = spec.logpdf_grad(*point, spec.keep_all)
+        assert spec.logpdf_grad(*point, spec.keep_all, True) == plain
+    xs, params = np.array([p[0] for p in points]), [np.array(c) for c in zip(*[p[1:] for p in points])]
+    compiled = _compiled_x_valid(spec.logpdf_grad, len(params))
+    np.testing.assert_array_equal(compiled(xs, *params, spec.keep_all, False),
+                                  compiled(xs, *params, spec.keep_all, True))
+
+
+def _compiled_x_valid(kernel, n_params):
+    """A numba loop over ``kernel(x, *params, keep, x_valid)``, returning the values."""
+    import numba
+    names = ", ".join(f"p{j}" for j in range(n_params))
+    source = (f"def loop(x, {names}, keep, x_valid):\n    out = np.empty(x.size)\n"
+              f"    for i in range(x.size):\n"
+              f"        out[i] = kernel(x[i], {', '.join(f'p{j}[i]' for j in range(n_params))}, keep, x_valid)[0]\n"
+              f"    return out\n")
+    namespace = {"kernel": kernel, "np": np}
+    exec(source, namespace)
+    return numba.njit(namespace["loop"])
