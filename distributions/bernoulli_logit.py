@@ -32,9 +32,9 @@ def logpdf(x, logit_p):
 
 
 @kernel
-def logpdf_grad(x, logit_p, keep):
-    """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``."""
-    if not math.isfinite(logit_p) or not (x == 0.0 or x == 1.0):
+def logpdf_grad(x, logit_p, keep, x_valid=False):
+    """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if not math.isfinite(logit_p) or not (x_valid or x == 0.0 or x == 1.0):
         return -math.inf, 0.0, 0.0
     lp = 0.0
     d_logit = 0.0
@@ -60,6 +60,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 
