@@ -3,11 +3,16 @@ and ``fast_kernel``.
 
 Each is numba's ``register_jitable``: the function runs as plain Python when
 called from Python and is compiled inside numba code. Each gives the function
-fixed fastmath flags (none, except ``fast_kernel``) and caches the compiled
-result on disk:
+fixed flags (no fastmath, except ``fast_kernel``; numpy's error model) and
+caches the compiled result on disk:
 
-* No fastmath flags, whatever the caller's. numba gives a function without
-  flags of its own those of its first caller, and the engine compiles its
+* Fixed flags, whatever the caller's. numba gives a function without flags
+  of its own those of its first caller, and the disk cache keeps them for
+  every later caller: a kernel first compiled by a test loop with numba's
+  default error model (division checks that raise) ran the logistic
+  regression's gradient in 375 µs instead of 175. The kernels never divide
+  by zero unguarded, so numpy's error model (no checks) is theirs.
+* No fastmath flags. The engine compiles its
   loops with ``reassoc`` (reductions need it to vectorize). Reassociation
   undoes careful arithmetic: ``special.lchoose`` moved by 6.9e-11 relative,
   Poisson's ``logpdf`` at a rate of 1e6 by 1e-10, and 16 kernel cases of the
@@ -87,7 +92,7 @@ caching.CacheImpl._locator_classes.insert(0, _PackageStampLocator)
 
 def _cached(fn, **options):
     _DECORATED.add(fn.__code__)
-    return register_jitable(cache=True, **options)(fn)
+    return register_jitable(cache=True, error_model="numpy", **options)(fn)
 
 
 #: The engine's fastmath policy, stated once (STYLE 16): reassociation and

@@ -58,3 +58,20 @@ def test_the_kernel_gives_the_same_bits_whatever_its_callers_flags():
 def test_special_functions_are_cached_without_fastmath():
     impl = caching.CompileResultCacheImpl(special.lchoose)
     assert isinstance(impl.locator, jit._PackageStampLocator)
+
+
+@jit.jitable
+def _reciprocal(x):
+    return 1.0 / x
+
+
+def test_flags_do_not_come_from_the_first_caller():
+    """numba's default error model in the caller would make the division raise
+    (and cost the logistic regression half its speed when cached that way);
+    the decorated function keeps numpy's: 1 / 0 is inf."""
+    @numba.njit
+    def caller(x):
+        return _reciprocal(x)
+
+    assert caller(0.0) == np.inf
+    assert caller(4.0) == 0.25
