@@ -25,21 +25,22 @@ _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated 
 
 
 @jitable
-def _outside(x, mu, phi):
-    """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT).
+def _outside(x, mu, phi, x_valid):
+    """Invalid parameters, x above _MAX_COUNT, or (unless ``x_valid``) x off the
+    nonnegative integers.
 
     Below the smallest normal float 1 / phi overflows and digamma_diff(phi, x)
     is inf, so the phi partial would be inf - inf: such phi are invalid.
     """
-    if not (0.0 < mu < math.inf and SMALLEST_NORMAL <= phi < math.inf):
+    if not (0.0 < mu < math.inf and SMALLEST_NORMAL <= phi < math.inf) or not (x <= _MAX_COUNT):
         return True
-    return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
+    return not (x_valid or (0.0 <= x and x == math.floor(x)))
 
 
 @jitable
 def logpdf(x, mu, phi):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
-    if _outside(x, mu, phi):
+    if _outside(x, mu, phi, False):
         return -math.inf
     # x log(mu / (mu + phi)) = -x log1p(phi / mu); phi log(phi / (mu + phi)) = -phi log1p(mu / phi)
     return (log_rising_factorial(phi, x) - math.lgamma(x + 1.0)
@@ -47,9 +48,9 @@ def logpdf(x, mu, phi):
 
 
 @kernel
-def logpdf_grad(x, mu, phi, keep):
-    """``(lp, d_x = 0, d_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
-    if _outside(x, mu, phi):
+def logpdf_grad(x, mu, phi, keep, x_valid=False):
+    """``(lp, d_x = 0, d_mu, d_phi)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _outside(x, mu, phi, x_valid):
         return -math.inf, 0.0, 0.0, 0.0
     # u = mu / (mu + phi) and w = phi / (mu + phi) = 1 - u, each from one
     # quotient that cannot overflow (mu + phi may).
@@ -115,6 +116,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 

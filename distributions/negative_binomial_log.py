@@ -31,21 +31,22 @@ _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated 
 
 
 @jitable
-def _outside(x, log_mu, phi):
-    """Invalid parameters or x off the nonnegative integers (or above _MAX_COUNT).
+def _outside(x, log_mu, phi, x_valid):
+    """Invalid parameters, x above _MAX_COUNT, or (unless ``x_valid``) x off the
+    nonnegative integers.
 
     phi below the smallest normal float is invalid: the phi partial would be
     inf - inf there (see negative_binomial).
     """
-    if not (math.isfinite(log_mu) and SMALLEST_NORMAL <= phi < math.inf):
+    if not (math.isfinite(log_mu) and SMALLEST_NORMAL <= phi < math.inf) or not (x <= _MAX_COUNT):
         return True
-    return not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x)
+    return not (x_valid or (0.0 <= x and x == math.floor(x)))
 
 
 @jitable
 def logpdf(x, log_mu, phi):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
-    if _outside(x, log_mu, phi):
+    if _outside(x, log_mu, phi, False):
         return -math.inf
     d = log_mu - vmath.log(phi)
     return (log_rising_factorial(phi, x) - math.lgamma(x + 1.0)
@@ -53,9 +54,9 @@ def logpdf(x, log_mu, phi):
 
 
 @kernel
-def logpdf_grad(x, log_mu, phi, keep):
-    """``(lp, d_x = 0, d_log_mu, d_phi)``; see ``distributions.spec`` for ``keep``."""
-    if _outside(x, log_mu, phi):
+def logpdf_grad(x, log_mu, phi, keep, x_valid=False):
+    """``(lp, d_x = 0, d_log_mu, d_phi)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _outside(x, log_mu, phi, x_valid):
         return -math.inf, 0.0, 0.0, 0.0
     d = log_mu - vmath.log(phi)
     u = logistic(d)    # mu / (mu + phi)
@@ -98,6 +99,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 
