@@ -472,8 +472,9 @@ class Lowering:
         if self.per_row:  # scalar and vector-transform adjoints flushed into each row
             events = [p for p in self.layout.params.values() if p.transform.event]
             row = f"out[<<global:{loop.index}>>]"
-            inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner
-                     + self._reverse(outer)
+            self.row_term, self.row_scalars = term, set()
+            flush = self._buffered_scalars(outer) if self.blocked and not events else self._reverse(outer)
+            inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner + flush
                      + [p.transform.reverse_code(p.offset, p.name, row, "0.0") for p in events])
             return head + outer.forward + self._blocks(loop, inner)
         if not chunked:
@@ -481,6 +482,51 @@ class Lowering:
         lines = self._chunks(head, outer, loop, inner)
         self.target, self.lp = self.serial_target, "lp"
         return lines
+
+    def _buffered_scalars(self, outer):
+        """``outer``'s reverse sweep with each scalar parameter's adjoint added to a
+        per-block buffer (``sb<column>[row]``) instead of the output row: the rows
+        loop then stores only at its own index (logistic per-sample 320 -> 272 us)."""
+        serial = self.target
+
+        def buffered(col, row):
+            if not isinstance(col, int):  # a vector parameter's entry: the output itself
+                return serial(col, row)
+            self.row_scalars.add(col)
+            return f"sb{col}[{row}]"
+
+        self.target = buffered
+        lines = self._reverse(outer)
+        self.target = serial
+        return lines
+
+    def _row_lines(self):
+        """(buffers, lines before a block's rows, after them) of a blocked per-row term.
+
+        Columns written exactly once per row (buffered scalars, a product's
+        vector read nowhere else in the term) are assigned after the rows, row
+        after row; every other column is zeroed before them.
+        """
+        once = set(self.row_scalars)
+        for _, _, p in self.blocked:
+            if self._only_in_one_product(p):
+                once |= set(range(p.offset, p.offset + p.size))
+        spans = []
+        for col in (c for c in range(self.layout.dim) if c not in once):
+            if spans and spans[-1][1] == col:
+                spans[-1][1] = col + 1
+            else:
+                spans.append([col, col + 1])
+        buffers = [f"sb{col}" for col in sorted(self.row_scalars)]
+        start = [f"out[b0:b1, {a}:{b}] = 0.0" for a, b in spans] + [f"{b}[:b1 - b0] = 0.0" for b in buffers]
+        writes = [f"out[b0 + r, {col}] = sb{col}[r]" for col in sorted(self.row_scalars)] + self.row_writes
+        return buffers, start, ["for r in range(b1 - b0):"] + indent(writes) if writes else []
+
+    def _only_in_one_product(self, p):
+        """Whether vector parameter ``p`` is read once in the per-row term, by its product."""
+        def uses(node):
+            return int(isinstance(node, ex.Param) and node.name == p.name) + sum(uses(c) for c in node.children)
+        return sum(uses(a) for a in self.row_term.args) == 1
 
     def _blocks(self, loop, inner, lo="0", hi=None):
         """The term's loop, in blocks of ``BLOCK`` rows when it holds row-aligned
@@ -508,13 +554,15 @@ class Lowering:
             return ([f"b0, b1 = {lo}, {hi}"] + [f"{v} = {e}" for v, e in views.items()]
                     + [f"for {loop.index} in range(b1 - b0):"] + indent(inner))
         buffers, before, start, finish = self._gather_lines()
+        self.row_writes = []
         for lines, more in zip((buffers, before, start, finish), self._product_lines()):
             lines += more
+        if self.per_row:  # the product's rows (``row_writes``) and the scalars' in one pass
+            rows_buffers, rows_start, rows_finish = self._row_lines()
+            buffers, start, finish = buffers + rows_buffers, rows_start + start, rows_finish + finish
         # The buffers are rows of one array: one allocation per call (or per chunk).
         before = ([f"scratch = np.empty(({len(buffers)}, {BLOCK}))"]
                   + [f"{name} = scratch[{k}]" for k, name in enumerate(buffers)] + before)
-        if self.per_row:  # each block's rows of the output, zeroed while they are in cache
-            start = ["out[b0:b1, :] = 0.0"] + start
         return before + [f"for b0 in range({lo}, {hi}, {BLOCK}):"] + indent(
             [f"b1 = min(b0 + {BLOCK}, {hi})"] + [f"{v} = {e}" for v, e in views.items()] + start
             + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
@@ -557,8 +605,9 @@ class Lowering:
             if self.per_row:  # row after row: the output is row-major (logistic: 377 -> 165 us)
                 entry = GLOBAL_ROW.sub("(b0 + r)", self.target(f"{p.offset} + j", "r"))
                 scale = "" if p.transform.identity else f"dw_{p.name}[j] * "
-                finish += ["for r in range(b1 - b0):", f"    adjoint = a{buffer}[r]",
-                           f"    for j in range({p.size}):", f"        {entry} += {scale}adjoint * {X}[j, b0 + r]"]
+                op = "=" if self._only_in_one_product(p) else "+="  # else zeroed before the rows
+                self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size}):",
+                                    f"    {entry} {op} {scale}adjoint * {X}[j, b0 + r]"]
                 continue
             finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
                        "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",

@@ -177,6 +177,29 @@ def test_per_sample_gradients_in_blocks_with_row_parameters_and_a_constrained_pr
         np.testing.assert_allclose(rows[i], fd, rtol=1e-6, atol=1e-8)
 
 
+def test_per_sample_gradients_when_a_product_vector_is_also_gathered():
+    """beta read by ``X @ beta`` and gathered too: its columns are added to, after
+    a zeroing, not assigned; two scalars go through per-block buffers."""
+    n, rng = 300, np.random.default_rng(12)
+    m = ld.Model()
+    beta = m.param("beta", shape=D)
+    a = m.param("a")
+    s = m.param("s", constraint=ld.positive)
+    idx = m.data("idx", rng.integers(0, D, size=n))
+    loc = m.data("X", rng.normal(size=(n, D))) @ beta + beta[idx] * a
+    m.observe("y", ld.Normal(loc, s), rng.normal(size=n))
+    density = m.compile()
+    theta = rng.normal(scale=0.5, size=density.dim)
+    rows = density.per_sample_gradient(theta, "y")
+    _, grad = density.log_density_gradient(theta, jacobian=False)
+    np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
+    twin = m.compile(backend="python").per_sample_gradient(theta, "y")
+    np.testing.assert_allclose(rows, twin, rtol=1e-12, atol=1e-15)
+    rows_again = density.per_sample_gradient(theta, "y")  # nothing left over from the last call
+    np.testing.assert_array_equal(rows_again, rows)
+    assert "out[b0:b1, 0:" in density.source()  # beta's columns zeroed before the rows
+
+
 def test_set_data_with_a_new_size_does_not_recompile(hierarchical):
     density = hierarchical_model().compile()
     core = density._module.core
