@@ -120,62 +120,6 @@ def _single_contribution(lines, k, margin, var):
     return uses[0]
 
 
-class Block:
-    """Straight-line code, or the body of one loop, with its own value cache.
-
-    ``forward`` computes values; ``reverse`` (run after everything that uses
-    them) propagates adjoints. ``records`` lists the values created here that
-    depend on parameters, in forward order, each with its reverse rule.
-    """
-
-    def __init__(self, index=None, length=None):
-        self.index, self.length = index, length
-        self.forward, self.reverse = [], []
-        self.values, self.records = {}, []
-
-
-def indent(lines, depth=1):
-    return ["    " * depth + line for line in lines]
-
-
-ADJOINT_INIT = re.compile(r"^(\s*)(a\d+) = 0\.0$")
-TIMES_ONE = re.compile(r" \* 1\.0(?![\w.])")
-
-
-def tidy(lines):
-    """The same function body with fewer statements, for a shorter compile (and
-    reading): ``x * 1.0`` in an adjoint line becomes ``x``, and an adjoint set to
-    0.0 that then receives exactly one contribution, in the same block before
-    any other use, takes that contribution directly (``a3 = r4[2]``)."""
-    lines = [TIMES_ONE.sub("", line) if line.lstrip().startswith("a") else line for line in lines]
-    out, dropped = [], set()
-    for k, line in enumerate(lines):
-        match = ADJOINT_INIT.match(line)
-        if match:
-            first = _single_contribution(lines, k, match.group(1), match.group(2))
-            if first is not None:
-                dropped.add(first)
-                continue
-        out.append(line.replace(" += ", " = ", 1) if k in dropped else line)
-    return out
-
-
-def _single_contribution(lines, k, margin, var):
-    """Index of the one ``var += ...`` line if it follows line ``k`` in its block
-    with no use of ``var`` in between and none anywhere else; else None."""
-    uses = [j for j, line in enumerate(lines) if j != k and re.search(rf"\b{var}\b", line)]
-    adds = [j for j in uses if lines[j].startswith(f"{margin}{var} += ")]
-    if len(adds) != 1 or not uses or uses[0] != adds[0] or adds[0] < k:
-        return None
-    between = lines[k + 1:adds[0]]
-    if any(not line.startswith(margin) or (line[len(margin):len(margin) + 1].isspace() is False
-                                           and False) for line in between):
-        return None
-    if any(len(line) - len(line.lstrip()) < len(margin) for line in between):
-        return None  # the block ended before the contribution
-    return adds[0]
-
-
 class Lowering:
     """Writes the body of one generated function, term by term.
 

@@ -152,6 +152,19 @@ def test_python_calls_with_the_jacobian_compile_nothing_more(tmp_path):
     assert lps[0] == pytest.approx(lp, rel=1e-13)
 
 
+def _rows_checked(m, rng):
+    """Compile ``m`` (one observed term "y", no priors); its per-sample rows at a
+    random point, checked to sum to the gradient and to equal plain Python's."""
+    density = m.compile()
+    theta = rng.normal(scale=0.5, size=density.dim)
+    rows = density.per_sample_gradient(theta, "y")
+    _, grad = density.log_density_gradient(theta, jacobian=False)
+    np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
+    twin = m.compile(backend="python").per_sample_gradient(theta, "y")
+    np.testing.assert_allclose(rows, twin, rtol=1e-12, atol=1e-15)
+    return density, theta, rows
+
+
 def test_per_sample_gradients_in_blocks_with_row_parameters_and_a_constrained_product():
     """600 rows (blocks of 256, 256 and 88): a vector read at the row, a product
     with a positive-constrained vector (its rows scaled by dx/du), a scalar."""
@@ -161,13 +174,7 @@ def test_per_sample_gradients_in_blocks_with_row_parameters_and_a_constrained_pr
     w = m.param("w", shape=D, constraint=ld.positive)
     a = m.param("a")
     m.observe("y", ld.Normal(z + m.data("X", rng.normal(size=(n, D))) @ w + a, 1.3), rng.normal(size=n))
-    density = m.compile()
-    theta = rng.normal(scale=0.5, size=density.dim)
-    rows = density.per_sample_gradient(theta, "y")
-    _, grad = density.log_density_gradient(theta, jacobian=False)
-    np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
-    twin = m.compile(backend="python").per_sample_gradient(theta, "y")
-    np.testing.assert_allclose(rows, twin, rtol=1e-12, atol=1e-15)
+    density, theta, rows = _rows_checked(m, rng)
     for i in (0, 300, 599):  # one row of each block against central differences
         def lp_i(t):
             return density.pointwise_log_likelihood(t)["y"][i]
@@ -188,13 +195,7 @@ def test_per_sample_gradients_when_a_product_vector_is_also_gathered():
     idx = m.data("idx", rng.integers(0, D, size=n))
     loc = m.data("X", rng.normal(size=(n, D))) @ beta + beta[idx] * a
     m.observe("y", ld.Normal(loc, s), rng.normal(size=n))
-    density = m.compile()
-    theta = rng.normal(scale=0.5, size=density.dim)
-    rows = density.per_sample_gradient(theta, "y")
-    _, grad = density.log_density_gradient(theta, jacobian=False)
-    np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
-    twin = m.compile(backend="python").per_sample_gradient(theta, "y")
-    np.testing.assert_allclose(rows, twin, rtol=1e-12, atol=1e-15)
+    density, theta, rows = _rows_checked(m, rng)
     rows_again = density.per_sample_gradient(theta, "y")  # nothing left over from the last call
     np.testing.assert_array_equal(rows_again, rows)
     assert "out[b0:b1, 0:" in density.source()  # beta's columns zeroed before the rows
