@@ -65,8 +65,13 @@ def _repeat(function, theta, grad, fdata, idata, reps):
 
 
 def numba_level_time(function, theta, grad, fdata, idata, budget):
-    """Seconds per call of ``function`` called in a loop inside numba (no Python per call)."""
-    reps = max(1, int(2e5 / max(len(theta), len(fdata), 1)))
+    """Seconds per call of ``function`` called in a loop inside numba (no Python per call).
+
+    At least 10 calls per timing: passing a dispatcher to ``_repeat`` as a
+    first-class function costs tens of µs per call of ``_repeat`` (it was a
+    third of the logistic regression's figure with one call per timing).
+    """
+    reps = max(10, int(2e5 / max(len(theta), len(fdata), 1)))
     return median_time(lambda: _repeat(function, theta, grad, fdata, idata, reps), budget) / reps
 
 
