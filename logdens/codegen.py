@@ -538,7 +538,9 @@ class Lowering:
             vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
             buffers.append(buffer)
             before.append(f"v{buffer} = {vector}")
-            start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.size}):",
+            # The product runs over the constrained vector: K entries for a simplex of
+            # K - 1 free coordinates (p.size) (it ran over p.size: a wrong log density).
+            start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.constrained_size}):",
                       f"    column = {X}[j, b0:b1]  # X[b0:b1, j]: X is stored transposed",
                       f"    weight = v{buffer}[j]", "    for r in range(b1 - b0):",
                       f"        {buffer}[r] += column[r] * weight"]
@@ -553,7 +555,7 @@ class Lowering:
                 self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size}):",
                                     f"    {entry} {op} {scale}adjoint * {X}[j, b0 + r]"]
                 continue
-            finish += [f"for j in range({p.size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
+            finish += [f"for j in range({p.constrained_size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
                        "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
                        f"    {self._sink(p, f'{p.offset} + j', 'j')}total"]
         return buffers, before, start, finish

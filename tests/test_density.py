@@ -7,6 +7,7 @@ import textwrap
 import numba
 import numpy as np
 import pytest
+from scipy import stats
 
 import logdens as ld
 from engine_helpers import check_gradient
@@ -317,11 +318,17 @@ def test_vector_constraints(constraint):
     K = 4
     m = ld.Model()
     w = m.param("w", shape=K, constraint=constraint)
-    m.observe("y", ld.Normal(w[m.data("k", np.array([0, 1, 3, 3, 2]))], 0.7), np.array([0.1, 0.5, 0.9, 1.2, 0.3]))
-    m.observe("v", ld.Normal(m.data("A", RNG.normal(size=(6, K))) @ w, 1.3), RNG.normal(size=6))
+    k, y = np.array([0, 1, 3, 3, 2]), np.array([0.1, 0.5, 0.9, 1.2, 0.3])
+    A, v = RNG.normal(size=(6, K)), RNG.normal(size=6)
+    m.observe("y", ld.Normal(w[m.data("k", k)], 0.7), y)
+    m.observe("v", ld.Normal(m.data("A", A) @ w, 1.3), v)
     density = m.compile()
     theta = np.random.default_rng(0).normal(size=density.dim)
     value = density.constrain(theta)["w"]
+    # The likelihood against scipy: a blocked A @ w once ran over the K - 1 free
+    # coordinates of a simplex instead of its K entries.
+    want = stats.norm.logpdf(y, value[k], 0.7).sum() + stats.norm.logpdf(v, A @ value, 1.3).sum()
+    assert density.log_density(theta, propto=False, jacobian=False) == pytest.approx(want, rel=1e-12)
     if constraint is ld.simplex:
         assert density.dim == K - 1 and value.sum() == pytest.approx(1.0) and np.all(value > 0)
     else:
@@ -335,14 +342,16 @@ def test_vector_constraints(constraint):
                          for e in np.eye(density.dim)])
     log_j = density.log_density(theta) - density.log_density(theta, jacobian=False)
     assert log_j == pytest.approx(np.log(abs(np.linalg.det(J))), rel=1e-6, abs=1e-6)
-    rows = density.per_sample_gradient(theta, "y")
-    # central differences with h = 1e-6: accurate to about 1e-9
-    np.testing.assert_allclose(rows.sum(axis=0), gradient_of_term(density, theta), rtol=1e-6, atol=1e-8)
+    for term in ("y", "v"):  # a gather and a matrix product of the transformed vector
+        rows = density.per_sample_gradient(theta, term)
+        # central differences with h = 1e-6: accurate to about 1e-9
+        np.testing.assert_allclose(rows.sum(axis=0), gradient_of_term(density, theta, term),
+                                   rtol=1e-6, atol=1e-8)
 
 
-def gradient_of_term(density, theta):
-    """Gradient of the 'y' term alone, by central differences of its pointwise log-likelihood."""
-    f = lambda t: density.pointwise_log_likelihood(t)["y"].sum()
+def gradient_of_term(density, theta, name="y"):
+    """Gradient of the term ``name`` alone, by central differences of its pointwise log-likelihood."""
+    f = lambda t: density.pointwise_log_likelihood(t)[name].sum()
     e = np.eye(density.dim)
     return np.array([(f(theta + 1e-6 * e[k]) - f(theta - 1e-6 * e[k])) / 2e-6 for k in range(density.dim)])
 
