@@ -25,7 +25,7 @@ BINARY = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
 def leaves(p):
     """Leaf expressions over the model's parameters and data (plate N or scalar)."""
     return [p["a"], p["s"], p["x"], p["b"][p["idx"]], p["w"][p["idx"]], p["X"] @ p["beta"],
-            p["c"][::2], p["d"], p["d"][p["idx"]], 0.7]
+            p["X"] @ p["q"], p["c"][::2], p["d"], p["d"][p["idx"]], 0.7]
 
 
 @st.composite
@@ -41,8 +41,9 @@ def model_with(draw):
     m = ld.Model()
     p = {"a": m.param("a"), "s": m.param("s", ld.Exponential(1.0)), "b": m.param("b", ld.Normal(0, 1), shape=K),
          "w": m.param("w", constraint=ld.interval(-1.0, 2.0), shape=K), "beta": m.param("beta", shape=D),
-         "c": m.param("c", shape=2 * N), "d": m.param("d", ld.Normal(0, 2), shape=N), "x": m.data("x", DATA["x"]), "idx": m.data("idx", DATA["idx"]),
-         "X": m.data("X", DATA["X"])}
+         "q": m.param("q", shape=D, constraint=ld.simplex), "c": m.param("c", shape=2 * N),
+         "d": m.param("d", ld.Normal(0, 2), shape=N), "x": m.data("x", DATA["x"]),
+         "idx": m.data("idx", DATA["idx"]), "X": m.data("X", DATA["X"])}
     loc = ld.sum(0.0 * p["x"]) + draw(expression(p))
     scale = 0.5 + ld.softplus(draw(expression(p)))
     m.observe("y", ld.Normal(loc, scale), DATA["y"])
