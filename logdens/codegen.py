@@ -430,7 +430,8 @@ class Lowering:
     def _buffered_scalars(self, outer):
         """``outer``'s reverse sweep with each scalar parameter's adjoint added to a
         per-block buffer (``sb<column>[row]``) instead of the output row: the rows
-        loop then stores only at its own index (logistic per-sample 320 -> 272 us)."""
+        loop then stores only at its own index, and the scalars' columns are
+        assigned with the product's (logistic per-sample, both: 320 -> 169 us)."""
         serial = self.target
 
         def buffered(col, row):
@@ -548,7 +549,7 @@ class Lowering:
                 continue
             buffers.append(f"a{buffer}")
             start.append(f"a{buffer}[:b1 - b0] = 0.0")
-            if self.per_row:  # row after row: the output is row-major (logistic: 377 -> 165 us)
+            if self.per_row:  # row after row: the output is row-major (logistic: 371 -> 320 us)
                 entry = GLOBAL_ROW.sub("(b0 + r)", self.target(f"{p.offset} + j", "r"))
                 scale = "" if p.transform.identity else f"dw_{p.name}[j] * "
                 op = "=" if self._only_in_one_product(p) else "+="  # else zeroed before the rows
