@@ -12,8 +12,8 @@ caches the compiled result on disk:
   default error model (division checks that raise) ran the logistic
   regression's gradient in 375 µs instead of 175. The kernels never divide
   by zero unguarded, so numpy's error model (no checks) is theirs.
-* No fastmath flags. The engine compiles its
-  loops with ``reassoc`` (reductions need it to vectorize). Reassociation
+* No fastmath flags. The engine compiles its loops with ``reassoc``
+  (reductions need it to vectorize). Reassociation
   undoes careful arithmetic: ``special.lchoose`` moved by 6.9e-11 relative,
   Poisson's ``logpdf`` at a rate of 1e6 by 1e-10, and 16 kernel cases of the
   distribution tests (StudentT at df 1e8, NegativeBinomial at phi 1e12,

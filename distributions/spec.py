@@ -28,10 +28,10 @@ vectorize), decorated with ``distributions.jit``'s ``jitable`` and ``kernel``:
 they run uncompiled from Python and compile inside numba code, cached on
 disk, without fastmath flags; ``kernel`` adds LLVM's ``alwaysinline`` to
 ``logpdf_grad``, and ``fast_kernel`` the engine's flags to the few kernels
-tested with them (see ``distributions.jit`` for why).
-numba's own IR inlining (``inline="always"``) also inlines, but made the
-eight-schools model compile in 1.56 s instead of 0.7-0.95 s. The kernels never raise: an
-invalid parameter or a value outside the support gives ``-inf``.
+tested with them (see ``distributions.jit`` for why). numba's own IR inlining
+(``inline="always"``) also inlines, but made the eight-schools model compile
+in 1.56 s instead of 0.7-0.95 s. The kernels never raise: an invalid
+parameter or a value outside the support gives ``-inf``.
 """
 
 from typing import Callable, NamedTuple, Tuple

@@ -45,11 +45,6 @@ def _checked_out(out, dim):
     return out
 
 
-def _is_entry_array(a):
-    """Whether ``a`` fits ``logp_grad``'s fixed signature (1-D, float64, C-contiguous)."""
-    return isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 and a.flags.c_contiguous
-
-
 class LogDensity:
     """A model compiled to fused kernels (see the module docstring for the protocol)."""
 
@@ -117,7 +112,8 @@ class LogDensity:
         """``(log density, gradient)``; with ``out`` the gradient is written there, no allocation."""
         theta = _vector(theta, self.dim)
         grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
-        if jacobian and self._core is self._module.core and _is_entry_array(grad):
+        # logp_grad's fixed signature wants a contiguous gradient; a strided `out` goes to core
+        if jacobian and self._core is self._module.core and grad.flags.c_contiguous:
             lp = self._module.logp_grad(theta, grad, self.fdata, self.idata)  # compiled at load
         else:
             lp = self._core(theta, grad, self.fdata, self.idata, jacobian)
