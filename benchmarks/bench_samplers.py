@@ -33,7 +33,11 @@ mass matrix.  Reported per tool:
   is compiled from scratch (a fresh logdens cache directory): the first run
   of a new model on a machine where logdens has run before.  nutpie:
   building the PyMC model and ``compile_pymc_model``.  PyMC: wall time of
-  building the model and ``pm.sample`` minus its own ``sampling_time``.
+  building the model and ``pm.sample`` minus its own ``sampling_time``; this
+  includes PyMC's convergence checks (R-hat and ESS after sampling, on by
+  default, about 0.3 s on eight schools), the counterpart of the R-hat and
+  ESS warnings logdens computes inside its sampling time (``--no-pymc-checks``
+  turns them off, as runs before session 4 did).
   NumPyro recompiles for every chain and every ``run`` in sequential mode:
   its compile time is a first (cold) 10 + 10 iteration run, its sampling
   time a full run minus a second 10 + 10 run (both warm, both recompiling),
@@ -296,7 +300,7 @@ def run_pymc(spec, data, draws, tune, seed):
     model = spec["pymc"](pm, data)
     with model:
         idata = pm.sample(draws=draws, tune=tune, chains=4, cores=1, random_seed=seed,
-                          progressbar=False, compute_convergence_checks=False,
+                          progressbar=False, compute_convergence_checks=PYMC_CHECKS[0],
                           callback=callback)
     total = time.perf_counter() - start
     stats = idata["sample_stats"]
@@ -374,6 +378,8 @@ LIBRARY_CODE = ("import samplers\nfrom samplers import kernel\nkernel.chunk_runn
                 "from distributions import vmath\nvmath.exp(1.0); vmath.log(1.0); vmath.log1p(1.0)\n")
 #: Whether logdens adds the pointwise log-likelihood group (``--log-likelihood``).
 LOG_LIKELIHOOD = [False]
+#: Whether PyMC runs its convergence checks (its default; ``--no-pymc-checks``).
+PYMC_CHECKS = [True]
 #: Upper bound of NumPyro's sampling time when it was not resolved, else 0.
 NUMPYRO_FLOOR = [0.0]
 
@@ -454,7 +460,8 @@ def _spawn_one(model, tool, args, env, out):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", model, tool,
            "--draws", str(args.draws), "--tune", str(args.tune), "--seed", str(args.seed),
            "--core", str(args.core), "--out", out] + (
-               ["--log-likelihood"] if args.log_likelihood else [])
+               ["--log-likelihood"] if args.log_likelihood else []) + (
+               ["--no-pymc-checks"] if args.no_pymc_checks else [])
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -598,6 +605,8 @@ def parse(argv):
     p.add_argument("--log-likelihood", action="store_true",
                    help="logdens also computes the pointwise log-likelihood group (the peers "
                         "do not by default)")
+    p.add_argument("--no-pymc-checks", action="store_true",
+                   help="PyMC skips its convergence checks (logdens still computes its warnings)")
     p.add_argument("--json", help="also write all results to this file")
     p.add_argument("--report", help="print the tables of a --json file; run nothing")
     p.add_argument("--worker", nargs=2, metavar=("MODEL", "TOOL"), help=argparse.SUPPRESS)
@@ -609,6 +618,7 @@ def main(argv=None):
     args = parse(argv)
     if args.worker:
         LOG_LIKELIHOOD[0] = args.log_likelihood
+        PYMC_CHECKS[0] = not args.no_pymc_checks
         worker(*args.worker, args.draws, args.tune, args.seed, args.core, args.out)
         return
     if args.report:
