@@ -156,6 +156,9 @@ def row(name, build, n, rng, budget):
     observed = [t.name for t in model.terms if t.kind == "observe"]
     if observed and n * density.dim <= 4_000_000:  # the (N, dim) output itself must be small
         out["per_sample"] = median_time(lambda: density.per_sample_gradient(theta, observed[0]), budget)
+    if observed:
+        out["sparse"] = median_time(lambda: density.per_sample_gradient(theta, observed[0], sparse=True),
+                                    budget)
     jax_call = jax_peer(jax_fn, theta)
     if jax_call is not None:
         np.testing.assert_allclose(jax_call()[1], want, rtol=1e-8, atol=1e-8)
@@ -215,7 +218,8 @@ def main():
           f"(SVML: {numba.config.USING_SVML}), numpy {np.__version__}")
     ld.Model().compile()  # numba's one-time start-up, not a model's compile time
     header = ("model", "N", "hand us (numba loop)", "logdens us (numba loop)", "logdens/hand",
-              "logdens us (Python call)", "grad/value", "per-sample/grad", "jax us", "jax/logdens",
+              "logdens us (Python call)", "grad/value", "per-sample/grad", "sparse per-sample/grad",
+              "jax us", "jax/logdens",
               "pytensor us", "pytensor/logdens")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -227,6 +231,7 @@ def main():
                      f"{r['logdens'] / r['hand']:.2f}", f"{us['method']:.2f}",
                      f"{r['grad'] / r['value']:.2f}",
                      f"{r['per_sample'] / r['grad']:.2f}" if "per_sample" in r else "-",
+                     f"{r['sparse'] / r['grad']:.2f}" if "sparse" in r else "-",
                      f"{us['jax']:.1f}" if "jax" in r else "skipped (no jax)",
                      f"{r['jax'] / r['method']:.1f}" if "jax" in r else "-",
                      f"{us['pytensor']:.1f}" if "pytensor" in r else "skipped (no pymc)",

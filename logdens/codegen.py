@@ -33,8 +33,6 @@ BLOCK = 256  # rows per block of a blocked term loop: its buffers and its block 
 # writes them out once it knows whether the loop runs in blocks.
 ROW_ELEMENT = re.compile(r"(\w+)\[<<row:(\d+):(\w+)>>\]")
 GLOBAL_ROW = re.compile(r"<<global:(\w+)>>")
-ROW_MARKER = re.compile(r"<<row:(\d+):(\w+)>>")  # a row marker alone, and its plate index:
-PLATE_INDEX = r"\1 + <<global:\2>>"
 
 # Elementwise forward rules: op -> value template over child variables.
 UNARY_VALUE = {
@@ -211,16 +209,19 @@ class Lowering:
         buffer = f"g{var[1:]}"
         col = f"{p.offset} + {at}" if p.offset else at
         load = f"theta[{col}]" if p.transform.identity else f"w_{node.name}[{at}]"
-        self.gathered.append((buffer, load, self._sink(p, col, at) if self.gradient else None))
+        self.gathered.append((buffer, load, self._sink(p, col, at, scatter=True) if self.gradient else None))
         block.forward.append(f"{var} = {buffer}[{block.index}]  # {node.name}[{index}]")
         return lambda a, b: [f"a{buffer}[{block.index}] += {a}"]
 
-    def _sink(self, p, col, at):
+    def _sink(self, p, col, at, scatter=False):
         """Code that, followed by a value, adds it to the adjoint of element ``at``
-        of parameter ``p`` (unconstrained column ``col``)."""
+        of parameter ``p`` (unconstrained column ``col``); with ``scatter``, in a
+        loop over a block's rows ``r`` after the rows' loop (per row: row ``b0 + r``)."""
         if p.transform.event:
             return f"aw_{p.name}[{at}] += "
         scale = "" if p.transform.identity else f"dw_{p.name}[{at}] * "
+        if scatter and self.per_row:
+            return f"{GLOBAL_ROW.sub('(b0 + r)', self.target(col, 'r'))} += {scale}"
         return f"{self.target(col, self.row)} += {scale}"
 
     def _row_aligned(self, block, index):
@@ -272,7 +273,7 @@ class Lowering:
         source, idx = node.children
         k = self.fresh("k")
         block.forward.append(f"{k} = i_{self.layout.data_name(idx)}[{self._at_row(block, index)}]")
-        if self._row_aligned(block, index) and not self.per_row:
+        if self._row_aligned(block, index) and not (self.per_row and self.row_events):
             self.gathered_index[k] = f"i_{self.layout.data_name(idx)}[b0 + r]"
         child = self.value(source, block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
@@ -391,7 +392,7 @@ class Lowering:
     def term(self, term, keep, mode):
         """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``."""
         lines = self._term(term, keep, mode)
-        self.touched |= {leaf.name for a in term.args for leaf in a.leaves() if isinstance(leaf, ex.Param)}
+        self.touched |= term.params_read()
         return lines
 
     def _term(self, term, keep, mode):
@@ -403,6 +404,8 @@ class Lowering:
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
         self.row, self.term_loop, self.blocked = loop.index, loop, []
         self.gathered, self.gathered_index = [], {}
+        self.row_events = self.per_row and any(
+            self.layout.params[name].transform.event for name in term.params_read())
         if self.assign_first and not (self.per_row or chunked):
             self.assigning = self._row_only_params(term) - self.touched
             self.assigned |= self.assigning
@@ -414,13 +417,17 @@ class Lowering:
         self._seed(term, result, loop)
         inner = loop.forward + self._adjoint_inits(loop) + self._reverse(loop)
         if self.per_row:  # scalar and vector-transform adjoints flushed into each row
-            events = [p for p in self.layout.params.values() if p.transform.event]
-            row = f"out[<<global:{loop.index}>>]"
+            read = term.params_read()
+            events = [p for p in self.layout.params.values() if p.transform.event and p.name in read]
+            rows = self.serial_target
             self.row_term, self.row_scalars = term, set()
-            flush = self._buffered_scalars(outer) if self.blocked and not events else self._reverse(outer)
+            buffered = (self.blocked or self.gathered) and not events
+            flush = self._buffered_scalars(outer) if buffered else self._reverse(outer)
             inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner + flush
-                     + [p.transform.reverse_code(p.offset, p.name, row, "0.0") for p in events])
-            return head + outer.forward + self._blocks(loop, inner)
+                     + [line for p in events for line in rows.event_reverse(p, loop.index)]
+                     + rows.column_lines(loop.index)
+                     + ([] if self.blocked or self.gathered else rows.fixed_column_lines(loop.index)))
+            return head + rows.prologue() + outer.forward + self._blocks(loop, inner)
         if not chunked:
             return head + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner) + self._reverse(outer)
         lines = self._chunks(head, outer, loop, inner)
@@ -456,15 +463,11 @@ class Lowering:
         for _, _, p in self.blocked:
             if self._only_in_one_product(p):
                 once |= set(range(p.offset, p.offset + p.size))
-        spans = []
-        for col in (c for c in range(self.layout.dim) if c not in once):
-            if spans and spans[-1][1] == col:
-                spans[-1][1] = col + 1
-            else:
-                spans.append([col, col + 1])
         buffers = [f"sb{col}" for col in sorted(self.row_scalars)]
-        start = [f"out[b0:b1, {a}:{b}] = 0.0" for a, b in spans] + [f"{b}[:b1 - b0] = 0.0" for b in buffers]
-        writes = [f"out[b0 + r, {col}] = sb{col}[r]" for col in sorted(self.row_scalars)] + self.row_writes
+        start = self.serial_target.zero_block(once) + [f"{b}[:b1 - b0] = 0.0" for b in buffers]
+        writes = [GLOBAL_ROW.sub("(b0 + r)", self.target(col, "r")) + f" = sb{col}[r]"
+                  for col in sorted(self.row_scalars)] + self.row_writes
+        writes += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.fixed_column_lines("r")]
         return buffers, start, ["for r in range(b1 - b0):"] + indent(writes) if writes else []
 
     def _only_in_one_product(self, p):
@@ -489,7 +492,7 @@ class Lowering:
         hi = hi or loop.length
         buffered = bool(self.blocked or self.gathered)
         if not buffered and lo == "0":
-            zero = ["out[:, :] = 0.0"] if self.per_row else []
+            zero = self.serial_target.zero() if self.per_row else []
             if hi == "1":  # a term without a plate: its one row, no loop
                 return zero + [f"{loop.index} = 0"] + self._resolve(inner, None)
             return zero + [f"for {loop.index} in range({hi}):"] + indent(self._resolve(inner, None))
@@ -522,6 +525,8 @@ class Lowering:
                 buffers.append(f"a{buffer}")
                 fill.append(f"a{buffer}[r] = 0.0")
                 scatter.append(f"{sink}a{buffer}[r]")
+        if self.per_row:  # the columns of the scattered elements, row by row
+            scatter += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
         finish = ["for r in range(b1 - b0):"] + indent(scatter) if scatter else []
         return buffers, [], start, finish

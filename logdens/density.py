@@ -16,6 +16,7 @@ The protocol every sampler relies on, written down once:
 from typing import Callable, NamedTuple
 
 import numpy as np
+import scipy.sparse
 
 from logdens import validate
 from logdens.evaluate import evaluate
@@ -157,12 +158,28 @@ class LogDensity:
                 out[term.name] = values
         return out
 
-    def per_sample_gradient(self, theta, name):
-        """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``."""
+    def per_sample_gradient(self, theta, name, sparse=False):
+        """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``.
+
+        A dense (n_obs, dim) array, or with ``sparse=True`` a
+        ``scipy.sparse.csr_array`` of that shape holding only the entries the
+        term can touch (``logdens.rows``): for a term that reads most
+        parameters one element per row (``a[group]``, a rate vector), a few
+        entries per row instead of ``dim``.
+        """
         term = self._observed(name)
-        rows = np.empty((self._n_obs[term.name], self.dim))
-        getattr(self._module, f"per_sample_{term.name}")(_vector(theta, self.dim), self.fdata, self.idata, rows)
-        return rows
+        n, theta = self._n_obs[term.name], _vector(theta, self.dim)
+        if not sparse:
+            rows = np.empty((n, self.dim))
+            getattr(self._module, f"per_sample_{term.name}")(theta, self.fdata, self.idata, rows)
+            return rows
+        width = getattr(self._module, f"SLOTS_{term.name}")
+        # 32-bit indices when they fit, as scipy would make them (by copying).
+        index = np.int32 if max(self.dim, n * width) < np.iinfo(np.int32).max else np.int64
+        cols, vals = np.empty((n, width), dtype=index), np.empty((n, width))
+        getattr(self._module, f"per_sample_sparse_{term.name}")(theta, self.fdata, self.idata, cols, vals)
+        starts = np.arange(0, n * width + 1, width, dtype=index) if width else np.zeros(n + 1, dtype=index)
+        return scipy.sparse.csr_array((vals.ravel(), cols.ravel(), starts), shape=(n, self.dim))
 
     # ----- constrained space --------------------------------------------
     def param_num(self, include_tp=False):

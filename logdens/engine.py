@@ -29,14 +29,18 @@ lowering (``logdens.codegen``):
     most once per ``set_data``.
 ``pointwise_<term>(theta, fdata, idata, out)`` and ``per_sample_<term>(...)``
     per-observation log-likelihood and gradient rows of each observed term.
+``per_sample_sparse_<term>(theta, fdata, idata, cols, vals)``
+    the gradient rows as ``SLOTS_<term>`` (column, value) pairs per row
+    (``logdens.rows``).
 """
 
 import types
 
 from distributions.jit import FASTMATH
 from logdens import cache
-from logdens.codegen import PLATE_INDEX, ROW_MARKER, Lowering, indent, tidy
+from logdens.codegen import Lowering, indent, tidy
 from logdens.layout import Layout, module_alias
+from logdens.rows import DenseRows, SparseRows
 
 JIT = f"numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={{{', '.join(repr(f) for f in sorted(FASTMATH))}}})"
 C_SIGNATURE = "float64(CPointer(float64), CPointer(float64), CPointer(float64), int64, CPointer(int64), int64)"
@@ -135,13 +139,6 @@ def _grad_target(col, row):
     return f"grad[{col}]"
 
 
-def _row_target(col, row):
-    """Entry ``col`` of the per-sample output's row ``row``. A parameter read at
-    the row has a row marker for ``col`` (see ``codegen.ROW_MARKER``): it
-    becomes the plate index it stands for."""
-    return f"out[<<global:{row}>>, {ROW_MARKER.sub(PLATE_INDEX, str(col))}]"
-
-
 ENDING = ["if lp != lp:  # NaN from a potential or transform: reject the point", "    lp = -math.inf",
           "return lp"]
 
@@ -238,11 +235,16 @@ def _observed_functions(model, layout, term):
     """``pointwise_<term>`` and ``per_sample_<term>`` of one observed term."""
     value_prologue = layout.prologue() + _materialize(layout, gradient=False)
     grad_prologue = layout.prologue() + _materialize(layout, gradient=True)
-    per_row = Lowering(layout, gradient=True, per_row=True, target=_row_target)
+    dense = Lowering(layout, gradient=True, per_row=True, target=DenseRows(layout))
+    sparse_rows = SparseRows(layout, term)
+    sparse = _terms(Lowering(layout, gradient=True, per_row=True, target=sparse_rows), model, "lp", term)
     return (_function(f"def pointwise_{term.name}(theta, fdata, idata, out):",
                       value_prologue + _terms(Lowering(layout, gradient=False), model, "pointwise", term))
             + _function(f"def per_sample_{term.name}(theta, fdata, idata, out):",
-                        grad_prologue + ["lp = 0.0"] + _terms(per_row, model, "lp", term)))
+                        grad_prologue + ["lp = 0.0"] + _terms(dense, model, "lp", term))
+            + [f"SLOTS_{term.name} = {sparse_rows.width}  # per row of per_sample_sparse_{term.name}", "", ""]
+            + _function(f"def per_sample_sparse_{term.name}(theta, fdata, idata, cols, vals):",
+                        grad_prologue + ["lp = 0.0"] + sparse))
 
 
 def compile_model(model, backend="cpu", cache_dir=None, parallel=False):

@@ -29,6 +29,10 @@ class Term(NamedTuple):
     value: Expr
     args: Tuple[Expr, ...]  # (x, *params) in kernel argument order; (value,) for a potential
 
+    def params_read(self):
+        """Names of the parameters the term's arguments read."""
+        return {leaf.name for a in self.args for leaf in a.leaves() if isinstance(leaf, Param)}
+
 
 def make_term(name, kind, dist, value):
     """A term with its distribution's parameters turned into expressions once."""

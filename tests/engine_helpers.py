@@ -30,3 +30,20 @@ def check_gradient(density, theta, rng, n_directions=3, rtol=1e-6, **flags):
         analytic = grad @ v
         scale = max(abs(fd), 1e-8 * (abs(lp) + 1.0))
         assert abs(analytic - fd) <= rtol * scale + 1e-9, (analytic, fd)
+
+
+def per_sample_rows(density, theta, name):
+    """Dense per-sample rows of term ``name``, checked equal to the sparse ones.
+
+    Both run the same arithmetic in the same order, except for a column held
+    by two slots (``w[idx] - w[idx]``): the dense row adds both contributions
+    in place (contracted to a fused multiply-add), scipy adds the slots. Where
+    they cancel, one gives 0 and the other 1e-17: hence atol 1e-13 of the
+    largest entry.
+    """
+    rows = density.per_sample_gradient(theta, name)
+    sparse = density.per_sample_gradient(theta, name, sparse=True)
+    assert sparse.shape == rows.shape
+    atol = 1e-13 * np.max(np.abs(rows), initial=0.0)
+    np.testing.assert_allclose(sparse.toarray(), rows, rtol=1e-13, atol=atol)
+    return rows

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import logdens as ld
-from engine_helpers import check_gradient
+from engine_helpers import check_gradient, per_sample_rows
 from logdens.evaluate import evaluate
 
 N, K, D = 6, 4, 2
@@ -68,6 +68,8 @@ def test_random_models(data):
     lp_py, grad_py = twin.log_density_gradient(theta)
     assert lp_py == pytest.approx(lp, rel=1e-12)
     np.testing.assert_allclose(grad_py, grad, rtol=1e-10, atol=1e-12)
+    rows = per_sample_rows(density, theta, "y")  # sparse rows equal to dense ones
+    assert np.all(np.isfinite(rows))
 
 
 def _core(density):

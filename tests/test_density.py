@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import logdens as ld
-from engine_helpers import check_gradient
+from engine_helpers import check_gradient, per_sample_rows
 
 RNG = np.random.default_rng(42)
 N, J, D = 60, 5, 3
@@ -96,7 +96,7 @@ def test_per_sample_gradients_sum_to_the_gradient_of_the_likelihood():
     m.observe("c", ld.PoissonLog((mu_a + sigma_a * z_a)[m.data("group", GROUP)] + m.data("X", X) @ beta), COUNTS)
     density = m.compile()
     theta = theta0(density)
-    rows = density.per_sample_gradient(theta, "c")
+    rows = per_sample_rows(density, theta, "c")
     assert rows.shape == (N, density.dim)
     _, grad = density.log_density_gradient(theta, jacobian=False)
     np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
@@ -158,12 +158,53 @@ def _rows_checked(m, rng):
     random point, checked to sum to the gradient and to equal plain Python's."""
     density = m.compile()
     theta = rng.normal(scale=0.5, size=density.dim)
-    rows = density.per_sample_gradient(theta, "y")
+    rows = per_sample_rows(density, theta, "y")
     _, grad = density.log_density_gradient(theta, jacobian=False)
     np.testing.assert_allclose(rows.sum(axis=0), grad, rtol=1e-12, atol=1e-12)
-    twin = m.compile(backend="python").per_sample_gradient(theta, "y")
-    np.testing.assert_allclose(rows, twin, rtol=1e-12, atol=1e-15)
+    twin = m.compile(backend="python")
+    np.testing.assert_allclose(rows, twin.per_sample_gradient(theta, "y"), rtol=1e-12, atol=1e-15)
+    sparse_twin = twin.per_sample_gradient(theta, "y", sparse=True).toarray()
+    np.testing.assert_allclose(rows, sparse_twin, rtol=1e-12, atol=1e-15)
     return density, theta, rows
+
+
+def test_sparse_per_sample_rows_hold_only_the_entries_a_row_can_touch():
+    """Hierarchical Poisson, non-centered: a row reads mu_a, sigma_a, b and one
+    z[g[i]], so it holds 4 entries of dim 3 + J, at those columns."""
+    rng = np.random.default_rng(13)
+    n, groups = 500, 40
+    g = rng.integers(0, groups, size=n)
+    m = ld.Model()
+    mu_a, sigma_a, b = m.param("mu_a"), m.param("sigma_a", constraint=ld.positive), m.param("b")
+    z = m.param("z", shape=groups)
+    x = rng.normal(size=n)
+    m.observe("y", ld.Poisson(ld.exp((mu_a + sigma_a * z)[m.data("g", g)] + b * x)), rng.poisson(2.0, size=n))
+    density, theta, rows = _rows_checked(m, rng)
+    sparse = density.per_sample_gradient(theta, "y", sparse=True)
+    assert sparse.shape == (n, 3 + groups) and sparse.nnz == 4 * n
+    np.testing.assert_array_equal(sparse.indptr, np.arange(0, 4 * n + 1, 4))
+    np.testing.assert_array_equal(sparse.indices.reshape(n, 4), np.column_stack([
+        np.zeros(n), np.ones(n), np.full(n, 2), 3 + g]))
+    assert np.count_nonzero(rows) <= 4 * n
+
+
+def test_sparse_per_sample_rows_with_sums_slices_and_repeated_columns():
+    """One term reading a vector through two gathers whose indices sometimes
+    agree (two slots, one column), a vector under a sum (all its columns in
+    every row), a constant slice and a positive vector at the row."""
+    rng = np.random.default_rng(14)
+    n, k = 300, 6
+    m = ld.Model()
+    a = m.param("a", shape=k)
+    c = m.param("c", shape=4)
+    s = m.param("s", shape=n + 2)
+    r = m.param("r", shape=n, constraint=ld.positive)
+    g, h = (m.data(name, rng.integers(0, k, size=n)) for name in ("g", "h"))
+    loc = a[g] * a[h] + ld.sum(ld.exp(c)) * m.data("d", rng.normal(size=n)) + s[2:n + 2]
+    m.observe("y", ld.Normal(loc, r), rng.normal(size=n))
+    density, theta, rows = _rows_checked(m, rng)
+    sparse = density.per_sample_gradient(theta, "y", sparse=True)
+    assert sparse.nnz == (4 + 4) * n  # c's 4 columns, then a[g], a[h], s[i + 2], r[i]
 
 
 def test_per_sample_gradients_in_blocks_with_row_parameters_and_a_constrained_product():
@@ -197,7 +238,7 @@ def test_per_sample_gradients_when_a_product_vector_is_also_gathered():
     loc = m.data("X", rng.normal(size=(n, D))) @ beta + beta[idx] * a
     m.observe("y", ld.Normal(loc, s), rng.normal(size=n))
     density, theta, rows = _rows_checked(m, rng)
-    rows_again = density.per_sample_gradient(theta, "y")  # nothing left over from the last call
+    rows_again = per_sample_rows(density, theta, "y")  # nothing left over from the last call
     np.testing.assert_array_equal(rows_again, rows)
     assert "out[b0:b1, 0:" in density.source()  # beta's columns zeroed before the rows
 
@@ -343,7 +384,7 @@ def test_vector_constraints(constraint):
     log_j = density.log_density(theta) - density.log_density(theta, jacobian=False)
     assert log_j == pytest.approx(np.log(abs(np.linalg.det(J))), rel=1e-6, abs=1e-6)
     for term in ("y", "v"):  # a gather and a matrix product of the transformed vector
-        rows = density.per_sample_gradient(theta, term)
+        rows = per_sample_rows(density, theta, term)
         # central differences with h = 1e-6: accurate to about 1e-9
         np.testing.assert_allclose(rows.sum(axis=0), gradient_of_term(density, theta, term),
                                    rtol=1e-6, atol=1e-8)

@@ -1,0 +1,157 @@
+"""Where a per-sample gradient row goes: a dense row of ``out`` or sparse slots.
+
+``codegen.Lowering`` with ``per_row`` writes each observation's gradient
+through one of these targets. ``DenseRows`` fills ``out`` of shape
+(n_obs, dim). ``SparseRows`` fills ``cols`` and ``vals`` of shape (n_obs,
+width): a row's nonzero entries are few when the term reads most parameters
+one element per row (a rate vector at the row, group effects through
+``a[idx]``), and writing a dense (20,000, 103) output took nine times the
+gradient on the hierarchical Poisson model.
+
+A sparse row has ``fixed`` slots first, the columns of parameters the term
+may read whole in any row (scalars, the vector of ``X @ beta``, a vector under
+``ld.sum`` or an event transform), then one slot per distinct element read
+(``rate[i]``, ``a[idx[i]]``), whose column is stored row by row. Two slots
+of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
+``g[i] == h[i]``); scipy's sparse arrays sum such duplicates.
+"""
+
+import re
+
+from logdens import expr as ex
+
+# ``<<row:offset:i>>``: element ``offset + i`` at the row ``i`` of a term loop,
+# written out as the plate index ``offset + <<global:i>>`` (see ``codegen``).
+ROW_MARKER = re.compile(r"<<row:(\d+):(\w+)>>")
+PLATE_INDEX = r"\1 + <<global:\2>>"
+_OFFSET_PLUS = re.compile(r"(\d+) \+ (.+)")
+
+
+def _column(col):
+    """``col`` (an int, a row marker or ``offset + index`` code) as plain code."""
+    return ROW_MARKER.sub(PLATE_INDEX, str(col))
+
+
+class DenseRows:
+    """Rows of ``out`` (n_obs, dim), entry ``col`` at the parameter's own column."""
+
+    def __init__(self, layout):
+        self.layout = layout
+
+    def __call__(self, col, row):
+        return f"out[<<global:{row}>>, {_column(col)}]"
+
+    def zero(self):
+        return ["out[:, :] = 0.0"]
+
+    def zero_block(self, once):
+        """Lines zeroing a block's rows ``b0:b1``, except the columns in ``once``
+        (written exactly once per row, so assigned instead)."""
+        spans = []
+        for col in (c for c in range(self.layout.dim) if c not in once):
+            if spans and spans[-1][1] == col:
+                spans[-1][1] = col + 1
+            else:
+                spans.append([col, col + 1])
+        return [f"out[b0:b1, {a}:{b}] = 0.0" for a, b in spans]
+
+    def event_reverse(self, p, row):
+        return [p.transform.reverse_code(p.offset, p.name, f"out[<<global:{row}>>]", "0.0")]
+
+    def prologue(self):
+        return []
+
+    def column_lines(self, row):
+        return []
+
+    def fixed_column_lines(self, row):
+        return []
+
+
+class SparseRows:
+    """Rows of ``vals`` (n_obs, width) with their columns in ``cols``; see the module."""
+
+    def __init__(self, layout, term):
+        self.layout = layout
+        element = element_params(layout, term)
+        read = term.params_read()
+        self.fixed, width = {}, 0  # parameter name -> its first slot
+        for p in layout.params.values():
+            if p.name in read and p.name not in element:
+                self.fixed[p.name], width = width, width + p.size
+        self.n_fixed = width
+        self.elements = {}  # (column code, row variable) -> slot, one per distinct element read
+        self._by_offset = {p.offset: p for p in layout.params.values() if p.shape != ()}
+
+    @property
+    def width(self):
+        return self.n_fixed + len(self.elements)
+
+    def __call__(self, col, row):
+        if isinstance(col, int):  # a scalar parameter
+            p = next(p for p in self.layout.params.values() if p.offset == col and p.shape == ())
+            return f"vals[<<global:{row}>>, {self.fixed[p.name]}]"
+        code = _column(col)
+        match = _OFFSET_PLUS.fullmatch(code)
+        offset, index = (int(match.group(1)), match.group(2)) if match else (0, code)
+        p = self._by_offset[offset]
+        if p.name in self.fixed:
+            return f"vals[<<global:{row}>>, {self.fixed[p.name]} + {index}]"
+        slot = self.elements.setdefault((code, row), self.n_fixed + len(self.elements))
+        return f"vals[<<global:{row}>>, {slot}]"
+
+    def zero(self):
+        return ["vals[:, :] = 0.0"]
+
+    def zero_block(self, once):
+        """A line zeroing a block's rows unless every slot is assigned (holds a column
+        in ``once``): whole rows, as one contiguous store, even when only some
+        slots need it (hierarchical Poisson: 150 against 185 us zeroing one slot)."""
+        assigned = set()
+        for name, slot in self.fixed.items():
+            p = self.layout.params[name]
+            assigned |= {slot + j for j in range(p.size) if p.offset + j in once}
+        return ["vals[b0:b1, :] = 0.0"] if len(assigned) < self.width else []
+
+    def event_reverse(self, p, row):
+        """An event transform's reverse sweep writes at the parameter's own columns:
+        into the dense scratch row ``erow``, then copied to the slots."""
+        a, b, slot = p.offset, p.offset + p.size, self.fixed[p.name]
+        return [f"erow[{a}:{b}] = 0.0", p.transform.reverse_code(p.offset, p.name, "erow", "0.0"),
+                f"vals[<<global:{row}>>, {slot}:{slot + p.size}] += erow[{a}:{b}]"]
+
+    def prologue(self):
+        events = any(self.layout.params[name].transform.event for name in self.fixed)
+        return ["erow = np.zeros(theta.shape[0])"] if events else []
+
+    def fixed_column_lines(self, row):
+        """Lines storing the fixed slots' columns (the same in every row) at row ``row``."""
+        lines = []
+        for name, slot in self.fixed.items():
+            p = self.layout.params[name]
+            lines += ([f"cols[<<global:{row}>>, {slot}] = {p.offset}"] if p.shape == () else
+                      [f"for j in range({p.size}):", f"    cols[<<global:{row}>>, {slot} + j] = {p.offset} + j"])
+        return lines
+
+    def column_lines(self, row):
+        """Lines storing the columns of the element slots written at row ``row``
+        (the rows' loop variable, or ``r`` of a gather's scatter after them)."""
+        return [f"cols[<<global:{row}>>, {slot}] = {code}"
+                for (code, at), slot in self.elements.items() if at == row]
+
+
+def element_params(layout, term):
+    """Vector parameters ``term`` reads only one element per row: at the row, through
+    a gather ``a[idx]`` or a slice, never under a sum, a matrix product or an
+    event transform."""
+    element, whole = set(), set()
+
+    def walk(node, one):
+        if isinstance(node, ex.Param) and node.shape != ():
+            (element if one and not layout.params[node.name].transform.event else whole).add(node.name)
+        for child in node.children:
+            walk(child, one and not isinstance(node, (ex.MatVec, ex.Sum)))
+
+    for arg in term.args:
+        walk(arg, True)
+    return element - whole
