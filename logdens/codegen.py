@@ -28,6 +28,10 @@ from logdens import validate
 from logdens.layout import module_alias
 
 BLOCK = 256  # rows per block of a blocked term loop: its buffers and its block of X stay in cache
+# Columns of X per pass over a block's rows in ``X @ beta`` and its transpose: each
+# pass loads and stores the block's buffer once for all of them (logistic
+# regression, gradient and value: 131 -> 114 and 91 -> 81 us; 2: 113, 5: 111).
+UNROLL = 4
 # ``array[<<row:offset:i>>]``: element ``offset + i`` of ``array`` at the row ``i`` of a
 # term loop, and ``<<global:i>>`` the row's index in the plate; ``Lowering._resolve``
 # writes them out once it knows whether the loop runs in blocks.
@@ -77,6 +81,36 @@ class Block:
         self.index, self.length = index, length
         self.forward, self.reverse = [], []
         self.values, self.records = {}, []
+
+
+def _column_groups(size, group):
+    """Lines of ``group(cols)`` over the columns ``0 .. size - 1``, ``UNROLL`` at a
+    time: in a loop over ``j`` (columns ``j``, ``j + 1``, ...), then the rest."""
+    full = size - size % UNROLL if size >= 2 * UNROLL else 0  # a loop for two groups or more
+    lines = []
+    if full:
+        body = group(["j"] + [f"j + {q}" for q in range(1, UNROLL)])
+        lines += [f"for j in range(0, {full}, {UNROLL}):"] + indent(body)
+    for lo in range(full, size, UNROLL):
+        lines += group([str(c) for c in range(lo, min(lo + UNROLL, size))])
+    return lines
+
+
+def _product_group(X, buffer, cols):
+    """``buffer[r] += X[b0 + r, cols] @ v<buffer>[cols]`` for a block's rows ``r``."""
+    lines = [f"c{q} = {X}[{c}, b0:b1]" for q, c in enumerate(cols)]
+    lines[0] += f"  # {X} is stored transposed: {X}[{cols[0]}, b0:b1] is column {cols[0]} of the block"
+    lines += [f"w{q} = v{buffer}[{c}]" for q, c in enumerate(cols)]
+    terms = " + ".join(f"c{q}[r] * w{q}" for q in range(len(cols)))
+    return lines + ["for r in range(b1 - b0):", f"    {buffer}[r] += {terms}"]
+
+
+def _transposed_group(X, buffer, cols, sinks):
+    """Adds ``X[b0:b1, c] @ a<buffer>`` through ``sinks[k]`` for each column ``c = cols[k]``."""
+    lines = [f"c{q} = {X}[{c}, b0:b1]" for q, c in enumerate(cols)] + [f"t{q} = 0.0" for q in range(len(cols))]
+    lines += ["for r in range(b1 - b0):", f"    adjoint = a{buffer}[r]"]
+    lines += [f"    t{q} += c{q}[r] * adjoint" for q in range(len(cols))]
+    return lines + [f"{sink}t{q}" for q, sink in enumerate(sinks)]
 
 
 def indent(lines, depth=1):
@@ -211,7 +245,9 @@ class Lowering:
         load = f"theta[{col}]" if p.transform.identity else f"w_{node.name}[{at}]"
         self.gathered.append((buffer, load, self._sink(p, col, at, scatter=True) if self.gradient else None))
         block.forward.append(f"{var} = {buffer}[{block.index}]  # {node.name}[{index}]")
-        return lambda a, b: [f"a{buffer}[{block.index}] += {a}"]
+        # One record per gathered element, so one contribution per row: assigned,
+        # and the buffer needs no zeroing (hierarchical Poisson: 90 -> 88 us).
+        return lambda a, b: [f"a{buffer}[{block.index}] = {a}"]
 
     def _sink(self, p, col, at, scatter=False):
         """Code that, followed by a value, adds it to the adjoint of element ``at``
@@ -523,7 +559,6 @@ class Lowering:
             fill.append(f"{buffer}[r] = {load}")
             if sink is not None:
                 buffers.append(f"a{buffer}")
-                fill.append(f"a{buffer}[r] = 0.0")
                 scatter.append(f"{sink}a{buffer}[r]")
         if self.per_row:  # the columns of the scattered elements, row by row
             scatter += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
@@ -534,10 +569,10 @@ class Lowering:
     def _product_lines(self):
         """(buffers, lines before the blocks, before a block's rows, after them) for ``X @ beta``.
 
-        One column of the block at a time, as a 1-D slice: numba types it
-        contiguous, so the loop vectorizes (a 2-D view ``X[:, b0:b1]`` has
-        run-time strides and did not: 240 against 132 us on the logistic
-        regression).
+        Columns of the block as 1-D slices: numba types them contiguous, so the
+        loops vectorize (a 2-D view ``X[:, b0:b1]`` has run-time strides and
+        did not: 240 against 132 us on the logistic regression). ``UNROLL``
+        columns per pass over the rows (see ``_column_groups``).
         """
         buffers, before, start, finish = [], [], [], []
         for buffer, X, p in self.blocked:
@@ -546,10 +581,8 @@ class Lowering:
             before.append(f"v{buffer} = {vector}")
             # The product runs over the constrained vector: K entries for a simplex of
             # K - 1 free coordinates (p.size) (it ran over p.size: a wrong log density).
-            start += [f"{buffer}[:b1 - b0] = 0.0", f"for j in range({p.constrained_size}):",
-                      f"    column = {X}[j, b0:b1]  # X[b0:b1, j]: X is stored transposed",
-                      f"    weight = v{buffer}[j]", "    for r in range(b1 - b0):",
-                      f"        {buffer}[r] += column[r] * weight"]
+            start += [f"{buffer}[:b1 - b0] = 0.0"] + _column_groups(
+                p.constrained_size, lambda cols: _product_group(X, buffer, cols))
             if not self.gradient:
                 continue
             buffers.append(f"a{buffer}")
@@ -561,9 +594,8 @@ class Lowering:
                 self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size}):",
                                     f"    {entry} {op} {scale}adjoint * {X}[j, b0 + r]"]
                 continue
-            finish += [f"for j in range({p.constrained_size}):", f"    column = {X}[j, b0:b1]", "    total = 0.0",
-                       "    for r in range(b1 - b0):", f"        total += column[r] * a{buffer}[r]",
-                       f"    {self._sink(p, f'{p.offset} + j', 'j')}total"]
+            finish += _column_groups(p.constrained_size, lambda cols: _transposed_group(
+                X, buffer, cols, [self._sink(p, f"{p.offset} + {c}", c) for c in cols]))
         return buffers, before, start, finish
 
     def _row_only_params(self, term):
