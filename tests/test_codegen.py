@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import logdens as ld
 from engine_helpers import check_gradient, per_sample_rows
+from logdens.codegen import BLOCK
 from logdens.evaluate import evaluate
 
 N, K, D = 6, 4, 2
@@ -158,7 +159,7 @@ def test_blocked_loop_with_gather_slice_and_product():
     loc = b[m.data("idx", rng.integers(0, K, n))] + m.data("X", rng.normal(size=(n, D))) @ beta + c[::2]
     m.observe("y", ld.Normal(loc, s), rng.normal(size=n))
     density = m.compile()
-    assert "for b0 in range(0, n_y, 256):" in density.source()
+    assert f"for b0 in range(0, n_y, {BLOCK}):" in density.source()
     theta = np.random.default_rng(6).normal(scale=0.5, size=density.dim)
     check_gradient(density, theta, np.random.default_rng(7))
     lp, grad = density.log_density_gradient(theta)

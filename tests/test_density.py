@@ -208,7 +208,7 @@ def test_sparse_per_sample_rows_with_sums_slices_and_repeated_columns():
 
 
 def test_per_sample_gradients_in_blocks_with_row_parameters_and_a_constrained_product():
-    """600 rows (blocks of 256, 256 and 88): a vector read at the row, a product
+    """600 rows (blocks of 128, four full and one of 88): a vector read at the row, a product
     with a positive-constrained vector (its rows scaled by dx/du), a scalar."""
     n, rng = 600, np.random.default_rng(11)
     m = ld.Model()
