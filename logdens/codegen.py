@@ -32,9 +32,10 @@ from logdens.layout import module_alias
 # hierarchical Poisson the same at all three).
 BLOCK = 128
 # Columns of X per pass over a block's rows in ``X @ beta`` and its transpose: each
-# pass loads and stores the block's buffer once for all of them (logistic
-# regression, gradient and value: 131 -> 114 and 91 -> 81 us; 2: 113, 5: 111).
-UNROLL = 4
+# pass loads and stores the block's buffer once for all of them. Logistic
+# regression (D = 20, blocks of 128), gradient and value: 125 and 89 us with 1,
+# 112 and 82 with 2, 111 and 81 with 4; compile 0.65, 0.74 and 0.89 s.
+UNROLL = 2
 # ``array[<<row:offset:i>>]``: element ``offset + i`` of ``array`` at the row ``i`` of a
 # term loop, and ``<<global:i>>`` the row's index in the plate; ``Lowering._resolve``
 # writes them out once it knows whether the loop runs in blocks.
