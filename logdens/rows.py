@@ -81,7 +81,8 @@ class SparseRows:
                 self.fixed[p.name], width = width, width + p.size
         self.n_fixed = width
         self.elements = {}  # (column code, row variable) -> slot, one per distinct element read
-        self._by_offset = {p.offset: p for p in layout.params.values() if p.shape != ()}
+        # Vector parameters by offset (an empty one shares its offset with the next).
+        self._by_offset = {p.offset: p for p in layout.params.values() if p.shape != () and p.size}
 
     @property
     def width(self):
