@@ -117,6 +117,20 @@ def _transposed_group(X, buffer, cols, sinks):
     return lines + [f"{sink}t{q}" for q, sink in enumerate(sinks)]
 
 
+def _scatter_runs(at, entry, adjoints):
+    """Lines adding ``adjoints[r]`` to the adjoint of element ``at`` (an index read at
+    row ``r``, ``<view>[r]``) for a block's rows, one add per run of equal indices.
+
+    Rows sorted by group made every add wait for the one before it, to the same
+    element: 20,000 rows, 100 groups, 51.8 us sorted against 9.1 us by runs
+    (shuffled 14.6 against 16.5, runs of two 14.8 against 13.1).
+    """
+    first = at[:-len("[r]")] + "[0]"
+    return [f"at = {first}", "run = 0.0", "for r in range(b1 - b0):", f"    if {at} != at:",
+            f"        {entry('at')}run", f"        at = {at}", "        run = 0.0",
+            f"    run += {adjoints}[r]", f"{entry('at')}run"]
+
+
 def indent(lines, depth=1):
     return ["    " * depth + line for line in lines]
 
@@ -247,7 +261,9 @@ class Lowering:
         buffer = f"g{var[1:]}"
         col = f"{p.offset} + {at}" if p.offset else at
         load = f"theta[{col}]" if p.transform.identity else f"w_{node.name}[{at}]"
-        self.gathered.append((buffer, load, self._sink(p, col, at, scatter=True) if self.gradient else None))
+        def sink(k):  # code adding a value to the adjoint of element ``k`` of p
+            return self._sink(p, f"{p.offset} + {k}" if p.offset else k, k, scatter=True)
+        self.gathered.append((buffer, load, (at, sink) if self.gradient else None))
         block.forward.append(f"{var} = {buffer}[{block.index}]  # {node.name}[{index}]")
         # One record per gathered element, so one contribution per row: assigned,
         # and the buffer needs no zeroing (hierarchical Poisson: 90 -> 88 us).
@@ -314,7 +330,11 @@ class Lowering:
         k = self.fresh("k")
         block.forward.append(f"{k} = i_{self.layout.data_name(idx)}[{self._at_row(block, index)}]")
         if self._row_aligned(block, index) and not (self.per_row and self.row_events):
-            self.gathered_index[k] = f"i_{self.layout.data_name(idx)}[b0 + r]"
+            # Through the block's view: numba wraps a negative index, and LLVM cannot
+            # tell ``b0 + r`` is not (a scatter of 20,000 rows: 21.7 against 14.6 us).
+            name = self.layout.data_name(idx)
+            self.gathered_views[f"i_{name}_b0"] = f"i_{name}[b0:b1]"
+            self.gathered_index[k] = f"i_{name}_b0[r]"
         child = self.value(source, block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(source, child, a, b)
@@ -443,7 +463,7 @@ class Lowering:
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
         self.row, self.term_loop, self.blocked = loop.index, loop, []
-        self.gathered, self.gathered_index = [], {}
+        self.gathered, self.gathered_index, self.gathered_views = [], {}, {}
         self.row_events = self.per_row and any(
             self.layout.params[name].transform.event for name in term.params_read())
         if self.assign_first and not (self.per_row or chunked):
@@ -536,7 +556,7 @@ class Lowering:
             if hi == "1":  # a term without a plate: its one row, no loop
                 return zero + [f"{loop.index} = 0"] + self._resolve(inner, None)
             return zero + [f"for {loop.index} in range({hi}):"] + indent(self._resolve(inner, None))
-        views = {}
+        views = dict(self.gathered_views)
         inner = self._resolve(inner, views)
         if not buffered:
             return ([f"b0, b1 = {lo}, {hi}"] + [f"{v} = {e}" for v, e in views.items()]
@@ -557,17 +577,22 @@ class Lowering:
 
     def _gather_lines(self):
         """(buffers, lines before the blocks, before a block's rows, after them) for the gathers."""
-        buffers, fill, scatter = [], [], []
+        buffers, fill, scatter, runs = [], [], [], []
         for buffer, load, sink in self.gathered:
             buffers.append(buffer)
             fill.append(f"{buffer}[r] = {load}")
-            if sink is not None:
-                buffers.append(f"a{buffer}")
-                scatter.append(f"{sink}a{buffer}[r]")
+            if sink is None:
+                continue
+            at, entry = sink
+            buffers.append(f"a{buffer}")
+            if self.per_row:  # each row's adjoint into its own row
+                scatter.append(f"{entry(at)}a{buffer}[r]")
+            else:
+                runs += _scatter_runs(at, entry, f"a{buffer}")
         if self.per_row:  # the columns of the scattered elements, row by row
             scatter += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
-        finish = ["for r in range(b1 - b0):"] + indent(scatter) if scatter else []
+        finish = (["for r in range(b1 - b0):"] + indent(scatter) if scatter else []) + runs
         return buffers, [], start, finish
 
     def _product_lines(self):
