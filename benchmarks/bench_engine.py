@@ -29,7 +29,8 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 import logdens as ld  # noqa: E402
-from engine_models import hierarchical, logistic, normal, poisson, potential  # noqa: E402
+from engine_models import (hierarchical, hierarchical_sorted, logistic, normal, poisson,  # noqa: E402
+                           potential)
 
 
 def median_time(fn, budget=0.3):
@@ -210,9 +211,10 @@ def main():
         "potential": [100, 1_000],
         "logistic": [10_000],
         "hierarchical": [20_000],
+        "hierarchical_sorted": [20_000],
     }
     builds = {"poisson": poisson, "normal": normal, "potential": potential, "logistic": logistic,
-              "hierarchical": hierarchical}
+              "hierarchical": hierarchical, "hierarchical_sorted": hierarchical_sorted}
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line), "?")
     print(f"# {platform.platform()}, {cpu}, one core; numba {numba.__version__} "
           f"(SVML: {numba.config.USING_SVML}), numpy {np.__version__}")

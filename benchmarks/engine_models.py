@@ -147,9 +147,13 @@ def logistic(n, rng, d=20):
     return m, hand, jax_fn, pymc, rng.normal(scale=0.1, size=d + 1)
 
 
-def hierarchical(n, rng, groups=100):
-    """Hierarchical Poisson, non-centered: PoissonLog((mu + sigma z)[group] + b x), flat priors."""
+def hierarchical(n, rng, groups=100, sort=False):
+    """Hierarchical Poisson, non-centered: PoissonLog((mu + sigma z)[group] + b x), flat priors.
+
+    Rows in random order, or with ``sort`` sorted by group, as data often come.
+    """
     group = rng.integers(0, groups, n)
+    group = np.sort(group) if sort else group
     x = rng.normal(size=n)
     counts = rng.poisson(np.exp(0.5 + 0.3 * rng.normal(size=groups)[group] + 0.2 * x)).astype(float)
     m = ld.Model()
@@ -194,3 +198,8 @@ def hierarchical(n, rng, groups=100):
         return model
 
     return m, hand, jax_fn, pymc, rng.normal(scale=0.1, size=groups + 3)
+
+
+def hierarchical_sorted(n, rng):
+    """``hierarchical`` with the rows sorted by group."""
+    return hierarchical(n, rng, sort=True)
