@@ -30,32 +30,33 @@ _MAX_COUNT = 2.5e305  # above, lrf(a, n) ~ n log(a + n) overflows and the sum is
 
 
 @jitable
-def _outside(x, n, alpha, beta):
-    """Invalid parameters (n above _MAX_COUNT included) or x off {0, ..., n}.
+def _outside(x, n, alpha, beta, x_valid):
+    """Invalid parameters (n above _MAX_COUNT included) or (unless ``x_valid``) x
+    off {0, ..., n}.
 
     Below the smallest normal float digamma_diff(alpha, x) ~ 1 / alpha
     overflows and the partials would be inf - inf: such shapes are invalid.
     """
     if not (SMALLEST_NORMAL <= alpha < math.inf and SMALLEST_NORMAL <= beta < math.inf):
         return True
-    if not (0.0 <= x <= n <= _MAX_COUNT):
+    if not (n <= _MAX_COUNT) or n != math.floor(n):
         return True
-    return x != math.floor(x) or n != math.floor(n)
+    return not (x_valid or (0.0 <= x <= n and x == math.floor(x)))
 
 
 @jitable
 def logpdf(x, n, alpha, beta):
     """Normalized log mass; ``-inf`` off {0, ..., n} or for invalid parameters."""
-    if _outside(x, n, alpha, beta):
+    if _outside(x, n, alpha, beta, False):
         return -math.inf
     return (lchoose(n, x) + log_rising_factorial(alpha, x) + log_rising_factorial(beta, n - x)
             - log_rising_factorial(alpha + beta, n))
 
 
 @kernel
-def logpdf_grad(x, n, alpha, beta, keep):
-    """``(lp, d_x = 0, d_n = 0, d_alpha, d_beta)``; see ``distributions.spec`` for ``keep``."""
-    if _outside(x, n, alpha, beta):
+def logpdf_grad(x, n, alpha, beta, keep, x_valid=False):
+    """``(lp, d_x = 0, d_n = 0, d_alpha, d_beta)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _outside(x, n, alpha, beta, x_valid):
         return -math.inf, 0.0, 0.0, 0.0, 0.0
     lp = 0.0
     d_alpha = 0.0
@@ -91,6 +92,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 

@@ -18,12 +18,13 @@ from distributions.special import lchoose
 
 
 @jitable
-def _zero_mass(x, n, p):
-    """Whether the mass is 0: invalid arguments, x off {0, ..., n}, or p at an
-    end with the other outcome (x > 0 at p = 0, x < n at p = 1)."""
-    if not (0.0 <= p <= 1.0) or not (0.0 <= x <= n < math.inf):
+def _zero_mass(x, n, p, x_valid):
+    """Whether the mass is 0: invalid arguments, x off {0, ..., n} (unless
+    ``x_valid``), or p at an end with the other outcome (x > 0 at p = 0, x < n
+    at p = 1)."""
+    if not (0.0 <= p <= 1.0) or not (n < math.inf) or n != math.floor(n):
         return True
-    if x != math.floor(x) or n != math.floor(n):
+    if not (x_valid or (0.0 <= x <= n and x == math.floor(x))):
         return True
     return (p == 0.0 and x > 0.0) or (p == 1.0 and x < n)
 
@@ -31,7 +32,7 @@ def _zero_mass(x, n, p):
 @jitable
 def logpdf(x, n, p):
     """Normalized log mass; ``-inf`` off {0, ..., n} or for invalid parameters."""
-    if _zero_mass(x, n, p):
+    if _zero_mass(x, n, p, False):
         return -math.inf
     lp = lchoose(n, x)
     # A term whose count is 0 is 0 even where its log is -inf (xlogy convention).
@@ -43,9 +44,9 @@ def logpdf(x, n, p):
 
 
 @kernel
-def logpdf_grad(x, n, p, keep):
-    """``(lp, d_x = 0, d_n = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
-    if _zero_mass(x, n, p):
+def logpdf_grad(x, n, p, keep, x_valid=False):
+    """``(lp, d_x = 0, d_n = 0, d_p)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _zero_mass(x, n, p, x_valid):
         return -math.inf, 0.0, 0.0, 0.0
     lp = 0.0
     d_p = 0.0
@@ -75,6 +76,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 

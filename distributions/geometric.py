@@ -21,9 +21,11 @@ _PROBABILITY = Constraint("interval", 0.0, 1.0, False, True)
 
 
 @jitable
-def _zero_mass(x, p):
-    """Invalid p, x off the nonnegative integers, or x > 0 when p = 1."""
-    if not (0.0 < p <= 1.0) or not (0.0 <= x < math.inf) or x != math.floor(x):
+def _zero_mass(x, p, x_valid):
+    """Invalid p, x off the nonnegative integers (unless ``x_valid``), or x > 0 when p = 1."""
+    if not (0.0 < p <= 1.0):
+        return True
+    if not (x_valid or (0.0 <= x < math.inf and x == math.floor(x))):
         return True
     return p == 1.0 and x > 0.0
 
@@ -31,16 +33,16 @@ def _zero_mass(x, p):
 @jitable
 def logpdf(x, p):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for p outside (0, 1]."""
-    if _zero_mass(x, p):
+    if _zero_mass(x, p, False):
         return -math.inf
     # x = 0 skips x log1p(-p), which is 0 * (-inf) at p = 1.
     return vmath.log(p) + (x * vmath.log1p(-p) if x > 0.0 else 0.0)
 
 
 @kernel
-def logpdf_grad(x, p, keep):
-    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
-    if _zero_mass(x, p):
+def logpdf_grad(x, p, keep, x_valid=False):
+    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _zero_mass(x, p, x_valid):
         return -math.inf, 0.0, 0.0
     lp = 0.0
     d_p = 0.0
@@ -65,6 +67,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 

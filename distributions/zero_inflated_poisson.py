@@ -24,11 +24,12 @@ _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated 
 
 
 @jitable
-def _zero_mass(x, zi, rate):
-    """Invalid parameters, x off the nonnegative integers, or x > 0 when zi = 1."""
-    if not (0.0 <= zi <= 1.0 and 0.0 < rate < math.inf):
+def _zero_mass(x, zi, rate, x_valid):
+    """Invalid parameters, x above _MAX_COUNT, x off the nonnegative integers
+    (unless ``x_valid``), or x > 0 when zi = 1."""
+    if not (0.0 <= zi <= 1.0 and 0.0 < rate < math.inf) or not (x <= _MAX_COUNT):
         return True
-    if not (0.0 <= x <= _MAX_COUNT) or x != math.floor(x):
+    if not (x_valid or (0.0 <= x and x == math.floor(x))):
         return True
     return zi == 1.0 and x > 0.0
 
@@ -53,7 +54,7 @@ def _log_p0(zi, rate):
 @jitable
 def logpdf(x, zi, rate):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
-    if _zero_mass(x, zi, rate):
+    if _zero_mass(x, zi, rate, False):
         return -math.inf
     if x == 0.0:
         return _log_p0(zi, rate)
@@ -61,9 +62,9 @@ def logpdf(x, zi, rate):
 
 
 @kernel
-def logpdf_grad(x, zi, rate, keep):
-    """``(lp, d_x = 0, d_zi, d_rate)``; see ``distributions.spec`` for ``keep``."""
-    if _zero_mass(x, zi, rate):
+def logpdf_grad(x, zi, rate, keep, x_valid=False):
+    """``(lp, d_x = 0, d_zi, d_rate)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _zero_mass(x, zi, rate, x_valid):
         return -math.inf, 0.0, 0.0, 0.0
     lp = 0.0
     d_zi = 0.0
@@ -99,6 +100,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    takes_x_valid=True,
 )
 
 
