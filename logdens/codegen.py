@@ -41,6 +41,8 @@ UNROLL = 2
 # writes them out once it knows whether the loop runs in blocks.
 ROW_ELEMENT = re.compile(r"(\w+)\[<<row:(\d+):(\w+)>>\]")
 GLOBAL_ROW = re.compile(r"<<global:(\w+)>>")
+ROW_MARKER = re.compile(r"<<row:(\d+):(\w+)>>")  # a row marker alone, and its plate index:
+PLATE_INDEX = r"\1 + <<global:\2>>"
 
 # Elementwise forward rules: op -> value template over child variables.
 UNARY_VALUE = {
@@ -117,17 +119,17 @@ def _transposed_group(X, buffer, cols, sinks):
     return lines + [f"{sink}t{q}" for q, sink in enumerate(sinks)]
 
 
-def _scatter_runs(at, entry, adjoints):
-    """Lines adding ``adjoints[r]`` to the adjoint of element ``at`` (an index read at
-    row ``r``, ``<view>[r]``) for a block's rows, one add per run of equal indices.
+def _scatter_runs(view, entry, adjoints):
+    """Lines adding ``adjoints[r]`` to the adjoint of element ``view[r]`` (``view``:
+    the block's rows of an index array) for a block's rows, one add per run of
+    equal indices.
 
     Rows sorted by group made every add wait for the one before it, to the same
     element: 20,000 rows, 100 groups, 51.8 us sorted against 9.1 us by runs
     (shuffled 14.6 against 16.5, runs of two 14.8 against 13.1).
     """
-    first = at[:-len("[r]")] + "[0]"
-    return [f"at = {first}", "run = 0.0", "for r in range(b1 - b0):", f"    if {at} != at:",
-            f"        {entry('at')}run", f"        at = {at}", "        run = 0.0",
+    return [f"at = {view}[0]", "run = 0.0", "for r in range(b1 - b0):", f"    if {view}[r] != at:",
+            f"        {entry('at')}run", f"        at = {view}[r]", "        run = 0.0",
             f"    run += {adjoints}[r]", f"{entry('at')}run"]
 
 
@@ -248,7 +250,7 @@ class Lowering:
         name = self.layout.data_name(node)
         if index in self.gathered_index:
             buffer = f"g{var[1:]}"
-            self.gathered.append((buffer, f"d_{name}[{self.gathered_index[index]}]", None))
+            self.gathered.append((buffer, f"d_{name}[{self.gathered_index[index]}[r]]", None))
             block.forward.append(f"{var} = {buffer}[{block.index}]  # {name}[{index}]")
             return
         element = "0" if node.shape == () else self._at_row(block, index)
@@ -257,13 +259,14 @@ class Lowering:
     def _gathered_param(self, node, p, var, block, index):
         """``node[k]`` with ``k`` read from an index array at the row: gathered into
         a buffer before the block's rows, its adjoints scattered after them."""
-        at = self.gathered_index[index]
+        view = self.gathered_index[index]
+        at = f"{view}[r]"
         buffer = f"g{var[1:]}"
         col = f"{p.offset} + {at}" if p.offset else at
         load = f"theta[{col}]" if p.transform.identity else f"w_{node.name}[{at}]"
         def sink(k):  # code adding a value to the adjoint of element ``k`` of p
             return self._sink(p, f"{p.offset} + {k}" if p.offset else k, k, scatter=True)
-        self.gathered.append((buffer, load, (at, sink) if self.gradient else None))
+        self.gathered.append((buffer, load, (view, sink) if self.gradient else None))
         block.forward.append(f"{var} = {buffer}[{block.index}]  # {node.name}[{index}]")
         # One record per gathered element, so one contribution per row: assigned,
         # and the buffer needs no zeroing (hierarchical Poisson: 90 -> 88 us).
@@ -334,7 +337,7 @@ class Lowering:
             # tell ``b0 + r`` is not (a scatter of 20,000 rows: 21.7 against 14.6 us).
             name = self.layout.data_name(idx)
             self.gathered_views[f"i_{name}_b0"] = f"i_{name}[b0:b1]"
-            self.gathered_index[k] = f"i_{name}_b0[r]"
+            self.gathered_index[k] = f"i_{name}_b0"  # the view; element ``[r]`` at row r
         child = self.value(source, block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(source, child, a, b)
@@ -583,12 +586,12 @@ class Lowering:
             fill.append(f"{buffer}[r] = {load}")
             if sink is None:
                 continue
-            at, entry = sink
+            view, entry = sink
             buffers.append(f"a{buffer}")
             if self.per_row:  # each row's adjoint into its own row
-                scatter.append(f"{entry(at)}a{buffer}[r]")
+                scatter.append(f"{entry(f'{view}[r]')}a{buffer}[r]")
             else:
-                runs += _scatter_runs(at, entry, f"a{buffer}")
+                runs += _scatter_runs(view, entry, f"a{buffer}")
         if self.per_row:  # the columns of the scattered elements, row by row
             scatter += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
@@ -631,18 +634,7 @@ class Lowering:
         """Vector parameters ``term`` reads only element by element at its own row
         (not through a gather, slice, matrix product or sum). Plate lengths are
         checked equal, so its loop writes each of their gradient entries once."""
-        direct, other = set(), set()
-
-        def walk(node, at_row):
-            if isinstance(node, ex.Param) and node.shape != ():
-                (direct if at_row and not self.layout.params[node.name].transform.event else other).add(node.name)
-            nested = at_row and not isinstance(node, (ex.Gather, ex.Slice, ex.MatVec, ex.Sum))
-            for child in node.children:
-                walk(child, nested)
-
-        for arg in term.args:
-            walk(arg, True)
-        return direct - other
+        return params_read_by_element(self.layout, term, (ex.Gather, ex.Slice, ex.MatVec, ex.Sum))
 
     def _chunk_target(self, col, row):
         """Gradient entry written by a chunk: elements at the loop's own index are
@@ -702,6 +694,23 @@ def _chunkable(term):
     def has_sum(node):
         return isinstance(node, ex.Sum) or any(has_sum(c) for c in node.children)
     return any(a.shape != () for a in term.args) and not any(has_sum(a) for a in term.args)
+
+
+def params_read_by_element(layout, term, whole):
+    """Vector parameters (no event transform) that ``term`` reads only one element
+    at a time, never below a node of the types ``whole`` (which read them
+    whole or at other rows)."""
+    element, other = set(), set()
+
+    def walk(node, one):
+        if isinstance(node, ex.Param) and node.shape != ():
+            (element if one and not layout.params[node.name].transform.event else other).add(node.name)
+        for child in node.children:
+            walk(child, one and not isinstance(node, whole))
+
+    for arg in term.args:
+        walk(arg, True)
+    return element - other
 
 
 def _reads(node, name):

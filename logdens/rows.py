@@ -19,11 +19,8 @@ of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
 import re
 
 from logdens import expr as ex
+from logdens.codegen import PLATE_INDEX, ROW_MARKER, params_read_by_element
 
-# ``<<row:offset:i>>``: element ``offset + i`` at the row ``i`` of a term loop,
-# written out as the plate index ``offset + <<global:i>>`` (see ``codegen``).
-ROW_MARKER = re.compile(r"<<row:(\d+):(\w+)>>")
-PLATE_INDEX = r"\1 + <<global:\2>>"
 _OFFSET_PLUS = re.compile(r"(\d+) \+ (.+)")
 
 
@@ -73,7 +70,8 @@ class SparseRows:
 
     def __init__(self, layout, term):
         self.layout = layout
-        element = element_params(layout, term)
+        # Read one element per row: at the row, through a gather or a slice.
+        element = params_read_by_element(layout, term, (ex.MatVec, ex.Sum))
         read = term.params_read()
         self.fixed, width = {}, 0  # parameter name -> its first slot
         for p in layout.params.values():
@@ -139,20 +137,3 @@ class SparseRows:
         (the rows' loop variable, or ``r`` of a gather's scatter after them)."""
         return [f"cols[<<global:{row}>>, {slot}] = {code}"
                 for (code, at), slot in self.elements.items() if at == row]
-
-
-def element_params(layout, term):
-    """Vector parameters ``term`` reads only one element per row: at the row, through
-    a gather ``a[idx]`` or a slice, never under a sum, a matrix product or an
-    event transform."""
-    element, whole = set(), set()
-
-    def walk(node, one):
-        if isinstance(node, ex.Param) and node.shape != ():
-            (element if one and not layout.params[node.name].transform.event else whole).add(node.name)
-        for child in node.children:
-            walk(child, one and not isinstance(node, (ex.MatVec, ex.Sum)))
-
-    for arg in term.args:
-        walk(arg, True)
-    return element - whole
