@@ -36,6 +36,8 @@ BLOCK = 128
 # regression (D = 20, blocks of 128), gradient and value: 125 and 89 us with 1,
 # 112 and 82 with 2, 111 and 81 with 4; compile 0.65, 0.74 and 0.89 s.
 UNROLL = 2
+# Most distinct indices in a block of sorted rows scattered by masked sums (see ``_scatter``).
+SPAN = 8
 # ``array[<<row:offset:i>>]``: element ``offset + i`` of ``array`` at the row ``i`` of a
 # term loop, and ``<<global:i>>`` the row's index in the plate; ``Lowering._resolve``
 # writes them out once it knows whether the loop runs in blocks.
@@ -119,18 +121,24 @@ def _transposed_group(X, buffer, cols, sinks):
     return lines + [f"{sink}t{q}" for q, sink in enumerate(sinks)]
 
 
-def _scatter_runs(view, entry, adjoints):
+def _scatter(view, ordered, entry, adjoints):
     """Lines adding ``adjoints[r]`` to the adjoint of element ``view[r]`` (``view``:
-    the block's rows of an index array) for a block's rows, one add per run of
-    equal indices.
+    the block's rows of an index array) for a block's rows.
 
-    Rows sorted by group made every add wait for the one before it, to the same
-    element: 20,000 rows, 100 groups, 51.8 us sorted against 9.1 us by runs
-    (shuffled 14.6 against 16.5, runs of two 14.8 against 13.1).
+    When the index array never decreases (``ordered``, set by ``set_data``) and
+    the block holds fewer than ``SPAN`` distinct indices, ``first .. last``:
+    one vectorized masked sum per index. Otherwise one add per row. Sorted
+    rows added one by one made every add wait for the one before it, to the
+    same element: the gradient of the hierarchical Poisson model (20,000
+    rows, 100 groups) took 60 us by masked sums, 72 us by one add per run of
+    equal indices and 103 us by one add per row.
     """
-    return [f"at = {view}[0]", "run = 0.0", "for r in range(b1 - b0):", f"    if {view}[r] != at:",
-            f"        {entry('at')}run", f"        at = {view}[r]", "        run = 0.0",
-            f"    run += {adjoints}[r]", f"{entry('at')}run"]
+    masked = [f"for g in range(first, last + 1):", "    t = 0.0", "    for r in range(b1 - b0):",
+              f"        t += {adjoints}[r] if {view}[r] == g else 0.0", f"    {entry('g')}t"]
+    rows = ["for r in range(b1 - b0):", f"    {entry(f'{view}[r]')}{adjoints}[r]"]
+    return ([f"first, last = {view}[0], {view}[b1 - b0 - 1]",
+             f"if {ordered} and last - first < {SPAN}:  # a few indices: one masked sum each"]
+            + indent(masked) + ["else:"] + indent(rows))
 
 
 def indent(lines, depth=1):
@@ -183,7 +191,7 @@ class Lowering:
 
     def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
-        self.blockable, self.gathered_index = False, {}
+        self.blockable, self.gathered_index, self.gathered_order = False, {}, {}
         # Vector parameters whose gradient entries a term assigns instead of
         # adding to (see ``assign_first``), those assigned so far, and those any
         # term so far has read (a later term must add to their entries).
@@ -338,9 +346,47 @@ class Lowering:
             name = self.layout.data_name(idx)
             self.gathered_views[f"i_{name}_b0"] = f"i_{name}[b0:b1]"
             self.gathered_index[k] = f"i_{name}_b0"  # the view; element ``[r]`` at row r
+            self.gathered_order[f"i_{name}_b0"] = f"sorted_{name}"
+            if self._hoistable(source):
+                return self._gathered_expression(source, var, block, outer, k)
         child = self.value(source, block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(source, child, a, b)
+
+    def _hoistable(self, source):
+        """Whether a gathered vector expression is computed once per element
+        before the rows instead of once per row: an elementwise expression of
+        parameters (``(mu + sigma * z)[group]``), outside per-sample rows,
+        which back-propagate each row through it on their own."""
+        return (not self.per_row and isinstance(source, (ex.Unary, ex.Binary))
+                and source.depends_on_params())
+
+    def _gathered_expression(self, source, var, block, outer, k):
+        """``source[k]`` for a hoistable ``source``: its elements into ``h<n>``
+        before the term's loop, gathered like a parameter; the rows' adjoints
+        scattered into ``ah<n>`` and sent through ``source`` once per element
+        after the loop. The rows then do no work for the expression's own
+        parameters (hierarchical Poisson, 100 groups, 20,000 rows: 85 -> 79 us)."""
+        view, n = self.gathered_index[k], var[1:]
+        h, length = f"h{n}", self.length(source)
+        ahead = Block(self.fresh("i"), length)
+        element = self.value(source, ahead, outer, ahead.index)
+        outer.forward += ([f"{h} = np.empty({length})  # {source.label()}, element by element",
+                           f"for {ahead.index} in range({length}):"]
+                          + indent(ahead.forward + [f"{h}[{ahead.index}] = {element}"]))
+        buffer, sink = f"g{n}", None
+        if self.needs_grad(source):
+            outer.forward.append(f"a{h} = np.zeros({length})")
+            sink = (view, lambda at: f"a{h}[{at}] += ")
+            back = Block(self.fresh("i"), length)
+            element = self.value(source, back, outer, back.index)
+            self._push(source, element, f"a{h}[{back.index}]", back, into=back.reverse)
+            body = back.forward + self._adjoint_inits(back) + self._reverse(back)
+            # Seeds of ``outer``: they run before its scalars' rules, which they feed.
+            outer.reverse += [f"for {back.index} in range({length}):"] + indent(body)
+        self.gathered.append((buffer, f"{h}[{view}[r]]", sink))
+        block.forward.append(f"{var} = {buffer}[{block.index}]  # {source.label()}[{k}]")
+        return lambda a, b: [f"a{buffer}[{block.index}] = {a}"]
 
     def _value_Slice(self, node, var, block, outer, index):
         k = self.fresh("k")
@@ -466,7 +512,7 @@ class Lowering:
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
         self.row, self.term_loop, self.blocked = loop.index, loop, []
-        self.gathered, self.gathered_index, self.gathered_views = [], {}, {}
+        self.gathered, self.gathered_index, self.gathered_views, self.gathered_order = [], {}, {}, {}
         self.row_events = self.per_row and any(
             self.layout.params[name].transform.event for name in term.params_read())
         if self.assign_first and not (self.per_row or chunked):
@@ -591,7 +637,7 @@ class Lowering:
             if self.per_row:  # each row's adjoint into its own row
                 scatter.append(f"{entry(f'{view}[r]')}a{buffer}[r]")
             else:
-                runs += _scatter_runs(view, entry, f"a{buffer}")
+                runs += _scatter(view, self.gathered_order[view], entry, f"a{buffer}")
         if self.per_row:  # the columns of the scattered elements, row by row
             scatter += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []

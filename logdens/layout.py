@@ -4,9 +4,10 @@ Parameters are laid out in declaration order, one block each. Data are
 packed into two flat arrays so that every model's kernel has the same
 signature ``(theta, grad, fdata, idata)``: floating-point values in
 ``fdata``, index arrays in ``idata``. The first ``4 * len(data)`` entries of
-``idata`` are a header, four integers per data array (float offset, index
-offset, rows, columns), which generated code reads at run time: sizes are
-never compiled in, so new data of another size need no recompilation.
+``idata`` are a header, five integers per data array (float offset, index
+offset, rows, columns, and for an index array whether it never decreases),
+which generated code reads at run time: sizes are never compiled in, so new
+data of another size need no recompilation.
 """
 
 from typing import NamedTuple, Tuple
@@ -16,7 +17,7 @@ import numpy as np
 from logdens import expr as ex
 from logdens.transforms import Transform
 
-HEADER_WIDTH = 4
+HEADER_WIDTH = 5
 
 
 class ParamSlot(NamedTuple):
@@ -105,7 +106,8 @@ class Layout:
             a = np.asarray(arrays[slot.name])
             rows = a.shape[0] if a.ndim else 1
             cols = a.shape[1] if a.ndim == 2 else 1
-            header[HEADER_WIDTH * slot.position:][:HEADER_WIDTH] = (f_offset, i_offset, rows, cols)
+            ordered = slot.as_index and a.ndim == 1 and bool(np.all(a[1:] >= a[:-1]))
+            header[HEADER_WIDTH * slot.position:][:HEADER_WIDTH] = (f_offset, i_offset, rows, cols, ordered)
             if slot.as_value:
                 # matrices column by column: X[:, j] contiguous, so blocked
                 # products run down contiguous columns and vectorize
@@ -119,7 +121,8 @@ class Layout:
         return fdata, idata
 
     def prologue(self):
-        """Generated lines binding ``n_<name>``, ``d_<name>`` and ``i_<name>`` from the header."""
+        """Generated lines binding ``n_<name>``, ``d_<name>``, ``i_<name>`` and
+        ``sorted_<name>`` from the header."""
         lines = []
         for slot in sorted(self.data.values(), key=lambda s: s.position):
             h, name = HEADER_WIDTH * slot.position, slot.name
@@ -132,4 +135,5 @@ class Layout:
                     lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name}]")
             if slot.as_index:
                 lines.append(f"i_{name} = idata[idata[{h + 1}]:idata[{h + 1}] + n_{name}]")
+                lines.append(f"sorted_{name} = idata[{h + 4}]  # 1 when i_{name} never decreases")
         return lines

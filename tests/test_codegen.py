@@ -212,27 +212,35 @@ def test_checked_observed_data_skips_the_kernels_value_checks():
         densities[0].set_data(c=counts + 0.5)
 
 
-def test_scatter_of_sorted_groups_adds_by_runs():
-    """Rows sorted by group (runs of equal indices across block boundaries) and the
-    same rows shuffled give the same log density and gradient: the scatter adds a
-    run of equal indices at once. Checked against finite differences too."""
-    n, groups = 700, 7
-    rng = np.random.default_rng(15)
-    group = np.sort(rng.integers(0, groups, n))
+# Blocks of 128 sorted rows holding a few groups each (one masked sum per
+# group), many (one add per row), and group numbers with gaps between them;
+# the gather of a parameter and of an expression computed once per group.
+@pytest.mark.parametrize("labels", [np.arange(3), np.arange(40), np.arange(400), np.array([0, 5, 6, 90])])
+@pytest.mark.parametrize("gathered", ["param", "expression"])
+def test_sorted_and_shuffled_rows_give_the_same_gradient(labels, gathered):
+    """Rows sorted by group (the scatter sums each group's rows at once) and the
+    same rows shuffled, set by ``set_data`` on the same compiled model, give
+    the same log density and gradient; checked against finite differences too."""
+    n = 700
+    rng = np.random.default_rng(len(labels))
+    group = np.sort(rng.choice(labels, n))
     x, y = rng.normal(size=n), rng.normal(size=n)
-
-    def model(order):
-        m = ld.Model()
-        a = m.param("a", shape=groups, constraint=ld.positive)
-        b = m.param("b")
-        m.observe("y", ld.Normal(a[m.data("g", group[order])] + b * x[order], 1.3), y[order])
-        return m.compile()
-
-    sorted_rows, shuffled = model(np.arange(n)), model(rng.permutation(n))
-    assert "at = i_g_b0[0]" in sorted_rows.source()
-    theta = rng.normal(scale=0.5, size=sorted_rows.dim)
-    lp, grad = sorted_rows.log_density_gradient(theta)
-    lp_shuffled, grad_shuffled = shuffled.log_density_gradient(theta)
-    assert lp == pytest.approx(lp_shuffled, rel=1e-12)
+    m = ld.Model()
+    a = m.param("a", shape=int(labels.max()) + 1, constraint=ld.positive)
+    b = m.param("b")
+    s = m.param("s", ld.HalfNormal(1))
+    location = a if gathered == "param" else ld.log(a) * s + b
+    m.observe("y", ld.Normal(location[m.data("g", group)] + b * m.data("x", x), 1.3), y)
+    density = m.compile()
+    assert "first, last = i_g_b0[0]" in density.source()
+    hoisted = re.search(r"\bh\d+ = np\.empty", density.source()) is not None
+    assert hoisted == (gathered == "expression")
+    theta = rng.normal(scale=0.5, size=density.dim)
+    lp, grad = density.log_density_gradient(theta)
+    check_gradient(density, theta, np.random.default_rng(16))
+    order = rng.permutation(n)
+    density.set_data(g=group[order], x=x[order], y=y[order])
+    lp_shuffled, grad_shuffled = density.log_density_gradient(theta)
+    assert lp == pytest.approx(lp_shuffled, rel=1e-12)  # only the order of the sums differs
     np.testing.assert_allclose(grad, grad_shuffled, rtol=1e-11, atol=1e-12)
-    check_gradient(sorted_rows, theta, np.random.default_rng(16))
+    assert density.log_density(theta) == pytest.approx(lp, rel=1e-12)
