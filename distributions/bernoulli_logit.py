@@ -46,8 +46,9 @@ def logpdf_grad(x, logit_p, keep, x_valid=False):
         sign = 1.0 if x == 1.0 else -1.0
         s = sign * logit_p
         e = vmath.exp(-abs(s))
-        lp = -vmath.log1p(e) - max(-s, 0.0)
-        d_logit = sign * (e if s >= 0.0 else 1.0) / (1.0 + e)
+        log1p_e, inverse = vmath.log1p_and_reciprocal(e)
+        lp = -log1p_e - max(-s, 0.0)
+        d_logit = sign * (e if s >= 0.0 else 1.0) * inverse
     return lp, 0.0, d_logit
 
 

@@ -39,10 +39,10 @@ def _logit_terms(x, n, t):
     over 1e5 observations, 2.5 -> 0.71 ms.
     """
     e = vmath.exp(-abs(t))
-    log1p_e = vmath.log1p(e)
+    log1p_e, inverse = vmath.log1p_and_reciprocal(e)
     terms = -(x * (log1p_e + max(-t, 0.0)) + (n - x) * (log1p_e + max(t, 0.0)))
     at_x, at_rest = (e, 1.0) if t >= 0.0 else (1.0, e)  # sigmoid(-t), sigmoid(t) times 1 + e
-    return terms, (x * at_x - (n - x) * at_rest) / (1.0 + e)
+    return terms, (x * at_x - (n - x) * at_rest) * inverse
 
 
 @jitable

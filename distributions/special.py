@@ -439,10 +439,12 @@ def log1p_square(t):
     """
     if abs(t) <= 1.0:
         s = t * t
-        return vmath.log1p(s), t / (1.0 + s), s / (1.0 + s)
+        log1p_s, inverse = vmath.log1p_and_reciprocal(s)
+        return log1p_s, t * inverse, s * inverse
     v = 1.0 / t
     w = v * v
-    return 2.0 * vmath.log(abs(t)) + vmath.log1p(w), v / (1.0 + w), 1.0 / (1.0 + w)
+    log1p_w, inverse = vmath.log1p_and_reciprocal(w)
+    return 2.0 * vmath.log(abs(t)) + log1p_w, v * inverse, inverse
 
 
 # --------------------------------------------------- gamma function family

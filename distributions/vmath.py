@@ -1,4 +1,4 @@
-"""``exp``, ``log`` and ``log1p`` in plain arithmetic, so loops over them vectorize.
+"""``exp``, ``log``, ``log1p`` (and ``log1p_and_reciprocal``) in plain arithmetic, so loops over them vectorize.
 
 This numba has no SVML: ``math.exp`` and ``math.log`` compile to scalar libm
 calls (5-11 ns per element here), and a call in a loop body stops LLVM from
@@ -150,3 +150,18 @@ def log1p(x):
     y = -math.inf if u == 0.0 else y
     y = x if x == math.inf else y
     return y if u >= 0.0 else math.nan
+
+
+@_JIT
+def log1p_and_reciprocal(x):
+    """``(log(1 + x), 1 / (1 + x))`` for 0 <= x <= 1 (NaN outside), with one division.
+
+    The kernels that need log1p(x) also need 1 / (1 + x) (the logistic
+    function, the Cauchy kernel's factors): log1p's correction c / u becomes
+    c * (1 / u) and the reciprocal is shared. BernoulliLogit's value and
+    gradient over 1e4 rows: 84 -> 71 and 111 -> 100 us.
+    """
+    u = 1.0 + x
+    inverse = 1.0 / u
+    y = _log_plus(u, (x - (u - 1.0)) * inverse)  # exactly 0 at x = 0
+    return (y if 0.0 <= x <= 1.0 else math.nan), inverse

@@ -114,3 +114,28 @@ def test_loops_over_them_vectorize(name):
     vector instructions (any x86-64 has at least 2-wide SSE2 vectors)."""
     ir = next(iter(MAPS[name].inspect_llvm().values()))
     assert "x double>" in ir, f"the loop over vmath.{name} did not vectorize"
+
+
+@numba.njit(fastmath=set(FASTMATH), error_model="numpy")
+def _map_log1p_and_reciprocal(x, out, inverse):
+    for i in range(x.size):
+        out[i], inverse[i] = vmath.log1p_and_reciprocal(x[i])
+
+
+def test_log1p_and_reciprocal_within_two_ulps_on_its_domain():
+    """Its domain, 0 <= x <= 1 (the callers pass exp(-|t|) and squares <= 1),
+    including 0, subnormals and 1; NaN outside it and at NaN."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([[0.0, 5e-324, 1e-310, 1e-17, 0.5, 1.0], rng.uniform(0.0, 1.0, 50_000),
+                        10.0 ** rng.uniform(-323, 0, 50_000)])
+    out, inverse = np.empty_like(x), np.empty_like(x)
+    _map_log1p_and_reciprocal(x, out, inverse)
+    assert np.max(_ulps(out[x > 0], np.log1p(x[x > 0]))) <= 2.0
+    assert out[0] == 0.0 and inverse[0] == 1.0
+    assert np.max(_ulps(inverse, 1.0 / (1.0 + x))) <= 1.0
+    outside = np.array([-1e-300, -0.5, 1.0000000000000002, 2.0, math.inf, math.nan])
+    out, inverse = np.empty_like(outside), np.empty_like(outside)
+    _map_log1p_and_reciprocal(outside, out, inverse)
+    assert np.isnan(out).all()
+    ir = next(iter(_map_log1p_and_reciprocal.inspect_llvm().values()))
+    assert "x double>" in ir
