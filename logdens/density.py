@@ -20,6 +20,7 @@ import scipy.sparse
 
 from logdens import validate
 from logdens.evaluate import evaluate
+from logdens.row_order import RowOrder
 
 
 class NumbaEntry(NamedTuple):
@@ -56,6 +57,7 @@ class LogDensity:
             raise validate.ModelError("parallel=True: not available for models with simplex or "
                                       "ordered parameters")
         self._core = module.core_parallel if parallel else module.core
+        self._row_order = RowOrder(model, layout)
         arrays = {name: node.value for name, node in model.data_nodes.items()}
         arrays.update(layout.anonymous)
         self._arrays = {}
@@ -76,7 +78,12 @@ class LogDensity:
         validate.check_arrays(self.layout, self.model, {k: new[k] for k in arrays})
         validate.check_terms(self.model, self.layout, new)
         self._arrays = new
-        self.fdata, self.idata = self.layout.pack({k: new[k] for k in self.layout.data})
+        arrays = {k: new[k] for k in self.layout.data}
+        # Per-row outputs read the rows in the user's order; sums read them
+        # sorted by group where that is faster (logdens.row_order).
+        self._row_data = self.layout.pack(arrays)
+        packed = self._row_order.sort(arrays)
+        self.fdata, self.idata = self._row_data if packed is arrays else self.layout.pack(packed)
         self.numba_entry = NumbaEntry(self._module.logp_grad, self.fdata, self.idata)
         self._n_obs = self._count_observations()
         self._constant = None  # the dropped summands, computed on first use
@@ -154,7 +161,7 @@ class LogDensity:
         for term in self.model.terms:
             if term.kind == "observe":
                 values = np.empty(self._n_obs[term.name])
-                getattr(self._module, f"pointwise_{term.name}")(theta, self.fdata, self.idata, values)
+                getattr(self._module, f"pointwise_{term.name}")(theta, *self._row_data, values)
                 out[term.name] = values
         return out
 
@@ -171,13 +178,13 @@ class LogDensity:
         n, theta = self._n_obs[term.name], _vector(theta, self.dim)
         if not sparse:
             rows = np.empty((n, self.dim))
-            getattr(self._module, f"per_sample_{term.name}")(theta, self.fdata, self.idata, rows)
+            getattr(self._module, f"per_sample_{term.name}")(theta, *self._row_data, rows)
             return rows
         width = getattr(self._module, f"SLOTS_{term.name}")
         # 32-bit indices when they fit, as scipy would make them (by copying).
         index = np.int32 if max(self.dim, n * width) < np.iinfo(np.int32).max else np.int64
         cols, vals = np.empty((n, width), dtype=index), np.empty((n, width))
-        getattr(self._module, f"per_sample_sparse_{term.name}")(theta, self.fdata, self.idata, cols, vals)
+        getattr(self._module, f"per_sample_sparse_{term.name}")(theta, *self._row_data, cols, vals)
         starts = np.arange(0, n * width + 1, width, dtype=index) if width else np.zeros(n + 1, dtype=index)
         return scipy.sparse.csr_array((vals.ravel(), cols.ravel(), starts), shape=(n, self.dim))
 
