@@ -1,0 +1,136 @@
+"""What the gradient costs over the log density, logdens against hand-written loops.
+
+Issue 3 asks for gradient <= 1.3x the log density. This measures the same
+ratio for hand-written numba loops that use the same vectorizing exp and log
+(``distributions.vmath``) and no checks: one loop for the value alone, one
+fused loop for value and gradient. Where the hand loops' ratio is above 1.3
+too, the gradient's extra work (a division per element, an output array of
+the data's length) is the limit, not the engine.
+
+Run: python benchmarks/bench_grad_value.py (one core, about a minute).
+"""
+
+import os
+
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+
+import math  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench_engine import median_time  # noqa: E402
+from distributions import vmath  # noqa: E402
+from engine_models import hierarchical, normal, poisson  # noqa: E402
+
+FAST = dict(fastmath=True, error_model="numpy")
+
+
+@njit(**FAST)
+def poisson_value(theta, c):
+    lp = 0.0
+    for i in range(theta.size):
+        lp += c[i] * vmath.log(theta[i]) - theta[i]
+    return lp
+
+
+@njit(**FAST)
+def poisson_both(theta, c, grad):
+    lp = 0.0
+    for i in range(theta.size):
+        lp += c[i] * vmath.log(theta[i]) - theta[i]
+        grad[i] = c[i] / theta[i] - 1.0
+    return lp
+
+
+@njit(**FAST)
+def normal_value(theta, y):
+    lp = 0.0
+    for i in range(theta.size):
+        z = (y[i] - theta[i]) / 1.5
+        lp -= 0.5 * z * z
+    return lp
+
+
+@njit(**FAST)
+def normal_both(theta, y, grad):
+    lp = 0.0
+    for i in range(theta.size):
+        z = (y[i] - theta[i]) / 1.5
+        lp -= 0.5 * z * z
+        grad[i] = z / 1.5
+    return lp
+
+
+@njit(**FAST)
+def hierarchical_value(theta, group, x, c):
+    groups = theta.size - 3
+    mu, sigma, b = theta[0], math.exp(theta[1]), theta[groups + 2]
+    lp = 0.0
+    for i in range(group.size):
+        eta = mu + sigma * theta[2 + group[i]] + b * x[i]
+        lp += c[i] * eta - vmath.exp(eta)
+    return lp
+
+
+@njit(**FAST)
+def hierarchical_both(theta, group, x, c, grad):
+    groups = theta.size - 3
+    mu, sigma, b = theta[0], math.exp(theta[1]), theta[groups + 2]
+    lp, a_b = 0.0, 0.0
+    a_group = np.zeros(groups)
+    for i in range(group.size):
+        eta = mu + sigma * theta[2 + group[i]] + b * x[i]
+        rate = vmath.exp(eta)
+        lp += c[i] * eta - rate
+        a_group[group[i]] += c[i] - rate
+        a_b += (c[i] - rate) * x[i]
+    grad[:] = 0.0
+    for k in range(groups):
+        grad[0] += a_group[k]
+        grad[1] += a_group[k] * sigma * theta[2 + k]
+        grad[2 + k] = a_group[k] * sigma
+    grad[groups + 2] = a_b
+    return lp
+
+
+def logdens_ratio(model, theta):
+    density = model.compile()
+    grad = np.empty(density.dim)
+    value, core = density._module.value, density._module.core
+    f, i = density.fdata, density.idata
+    return (median_time(lambda: core(theta, grad, f, i, True)) / median_time(lambda: value(theta, f, i, True)))
+
+
+def main():
+    print("| model | N | hand value us | hand value + grad us | hand grad/value | logdens grad/value |")
+    print("|---|---|---:|---:|---:|---:|")
+    rng = np.random.default_rng(0)
+    rows = [("poisson", n) for n in (10_000, 100_000, 1_000_000)] + \
+           [("normal", n) for n in (10_000, 100_000, 1_000_000)] + [("hierarchical", 20_000)]
+    for name, n in rows:
+        model, _, _, _, theta = {"poisson": poisson, "normal": normal, "hierarchical": hierarchical}[name](n, rng)
+        arrays = {k: np.asarray(v) for k, v in model.compile().data().items()}
+        grad = np.empty(len(theta))
+        if name == "poisson":
+            args = (theta, arrays["c"].astype(float))
+            value, both = poisson_value, poisson_both
+        elif name == "normal":
+            args = (theta, arrays["y"])
+            value, both = normal_value, normal_both
+        else:
+            args = (theta, arrays["group"], arrays["x"], arrays["c"].astype(float))
+            value, both = hierarchical_value, hierarchical_both
+        lp, want = model.compile().log_density_gradient(theta, jacobian=False)
+        assert abs(both(*args, grad) - lp) <= 1e-9 * abs(lp) and np.allclose(grad, want, rtol=1e-8, atol=1e-8)
+        t_value = median_time(lambda: value(*args))
+        t_both = median_time(lambda: both(*args, grad))
+        print(f"| {name} | {n:,} | {t_value * 1e6:.1f} | {t_both * 1e6:.1f} | {t_both / t_value:.2f} "
+              f"| {logdens_ratio(model, theta):.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
