@@ -629,7 +629,7 @@ class Lowering:
 
     def _gather_lines(self):
         """(buffers, lines before the blocks, before a block's rows, after them) for the gathers."""
-        buffers, fill, scatter, runs = [], [], [], []
+        buffers, fill, into_rows, summed = [], [], [], []
         for buffer, load, sink in self.gathered:
             buffers.append(buffer)
             fill.append(f"{buffer}[r] = {load}")
@@ -638,13 +638,13 @@ class Lowering:
             view, entry = sink
             buffers.append(f"a{buffer}")
             if self.per_row:  # each row's adjoint into its own row
-                scatter.append(f"{entry(f'{view}[r]')}a{buffer}[r]")
+                into_rows.append(f"{entry(f'{view}[r]')}a{buffer}[r]")
             else:
-                runs += _scatter(view, self.gathered_order[view], entry, f"a{buffer}")
+                summed += _scatter(view, self.gathered_order[view], entry, f"a{buffer}")
         if self.per_row:  # the columns of the scattered elements, row by row
-            scatter += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
+            into_rows += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
-        finish = (["for r in range(b1 - b0):"] + indent(scatter) if scatter else []) + runs
+        finish = (["for r in range(b1 - b0):"] + indent(into_rows) if into_rows else []) + summed
         return buffers, [], start, finish
 
     def _product_lines(self):
