@@ -29,7 +29,7 @@ from numba import njit  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench_engine import median_time  # noqa: E402
 from distributions import vmath  # noqa: E402
-from engine_models import hierarchical, normal, poisson  # noqa: E402
+from engine_models import hierarchical, logistic, normal, poisson  # noqa: E402
 
 FAST = dict(fastmath=True, error_model="numpy")
 
@@ -57,6 +57,35 @@ def normal_value(theta, y):
     for i in range(theta.size):
         z = (y[i] - theta[i]) / 1.5
         lp -= 0.5 * z * z
+    return lp
+
+
+@njit(**FAST)
+def logistic_value(theta, X, y):
+    """Row by row, X as the user gives it (row-major): what one writes by hand."""
+    lp = 0.0
+    for i in range(X.shape[0]):
+        eta = theta[0]
+        for j in range(X.shape[1]):
+            eta += X[i, j] * theta[1 + j]
+        lp += y[i] * eta - max(eta, 0.0) - vmath.log1p(vmath.exp(-abs(eta)))
+    return lp
+
+
+@njit(**FAST)
+def logistic_both(theta, X, y, grad):
+    grad[:] = 0.0
+    lp = 0.0
+    for i in range(X.shape[0]):
+        eta = theta[0]
+        for j in range(X.shape[1]):
+            eta += X[i, j] * theta[1 + j]
+        e = vmath.exp(-abs(eta))
+        lp += y[i] * eta - max(eta, 0.0) - vmath.log1p(e)
+        a = y[i] - (1.0 if eta >= 0.0 else e) / (1.0 + e)  # y - sigmoid(eta)
+        grad[0] += a
+        for j in range(X.shape[1]):
+            grad[1 + j] += a * X[i, j]
     return lp
 
 
@@ -139,10 +168,12 @@ def main():
     print("| model | N | hand value us | hand value + grad us | hand grad/value | logdens grad/value |")
     print("|---|---|---:|---:|---:|---:|")
     rng = np.random.default_rng(0)
-    rows = [("poisson", n) for n in (10_000, 100_000, 1_000_000)] + \
-           [("normal", n) for n in (10_000, 100_000, 1_000_000)] + [("hierarchical", 20_000)]
+    sizes = (10_000, 100_000, 1_000_000)
+    rows = ([("poisson", n) for n in sizes] + [("normal", n) for n in sizes]
+            + [("logistic", 10_000), ("hierarchical", 20_000)])
+    builds = {"poisson": poisson, "normal": normal, "logistic": logistic, "hierarchical": hierarchical}
     for name, n in rows:
-        model, hand, _, _, theta = {"poisson": poisson, "normal": normal, "hierarchical": hierarchical}[name](n, rng)
+        model, hand, _, _, theta = builds[name](n, rng)
         arrays = {k: np.asarray(v) for k, v in model.compile().data().items()}
         grad = np.empty(len(theta))
         if name == "poisson":
@@ -152,6 +183,10 @@ def main():
         elif name == "normal":  # the benchmark's own hand loop has no call: it is the fused loop
             value = lambda: normal_value(theta, arrays["y"])  # noqa: E731
             both = lambda: hand(theta, grad)  # noqa: E731
+        elif name == "logistic":
+            X, y = arrays["X"], arrays["y"].astype(float)
+            value = lambda: logistic_value(theta, X, y)  # noqa: E731
+            both = lambda: logistic_both(theta, X, y, grad)  # noqa: E731
         else:
             data = (theta, arrays["group"], arrays["x"], arrays["c"].astype(float))
             value = lambda: hierarchical_value(*data)  # noqa: E731
