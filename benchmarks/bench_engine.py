@@ -160,6 +160,7 @@ def row(name, build, n, rng, budget):
     if observed:
         out["sparse"] = median_time(lambda: density.per_sample_gradient(theta, observed[0], sparse=True),
                                     budget)
+        out["pointwise"] = median_time(lambda: density.pointwise_log_likelihood(theta), budget)
     jax_call = jax_peer(jax_fn, theta)
     if jax_call is not None:
         np.testing.assert_allclose(jax_call()[1], want, rtol=1e-8, atol=1e-8)
@@ -221,6 +222,7 @@ def main():
     ld.Model().compile()  # numba's one-time start-up, not a model's compile time
     header = ("model", "N", "hand us (numba loop)", "logdens us (numba loop)", "logdens/hand",
               "logdens us (Python call)", "grad/value", "per-sample/grad", "sparse per-sample/grad",
+              "pointwise/grad",
               "jax us", "jax/logdens",
               "pytensor us", "pytensor/logdens")
     print("| " + " | ".join(header) + " |")
@@ -234,6 +236,7 @@ def main():
                      f"{r['grad'] / r['value']:.2f}",
                      f"{r['per_sample'] / r['grad']:.2f}" if "per_sample" in r else "-",
                      f"{r['sparse'] / r['grad']:.2f}" if "sparse" in r else "-",
+                     f"{r['pointwise'] / r['grad']:.2f}" if "pointwise" in r else "-",
                      f"{us['jax']:.1f}" if "jax" in r else "skipped (no jax)",
                      f"{r['jax'] / r['method']:.1f}" if "jax" in r else "-",
                      f"{us['pytensor']:.1f}" if "pytensor" in r else "skipped (no pymc)",

@@ -719,12 +719,12 @@ class Lowering:
             return var
         args = [self.value(a, loop, outer, loop.index) for a in term.args]
         module = module_alias(term.dist.spec)
-        if mode == "pointwise":
-            loop.forward.append(f"out[{self._at_row(loop, loop.index)}] = {module}.logpdf({', '.join(args)})")
-            return None
         result = self.fresh("r")
         checked = ", True" if term.dist.spec.takes_x_valid and validate.value_checked(term) else ""
         loop.forward.append(f"{result} = {module}.logpdf_grad({', '.join(args)}, {keep!r}{checked})")
+        if mode == "pointwise":  # the summands ``keep`` selects, row by row
+            loop.forward.append(f"out[{self._at_row(loop, loop.index)}] = {result}[0]")
+            return None
         loop.forward.append(f"{self.lp} += {result}[0]")
         self.term_args = args
         return result

@@ -87,6 +87,7 @@ class LogDensity:
         self.numba_entry = NumbaEntry(self._module.logp_grad, self.fdata, self.idata)
         self._n_obs = self._count_observations()
         self._constant = None  # the dropped summands, computed on first use
+        self._dropped_rows = {}  # the same per observation, by observed term
 
     def _with_constant(self, lp, theta):
         """``lp`` plus the summands dropped by ``propto``, computed once per data set."""
@@ -162,8 +163,23 @@ class LogDensity:
             if term.kind == "observe":
                 values = np.empty(self._n_obs[term.name])
                 getattr(self._module, f"pointwise_{term.name}")(theta, *self._row_data, values)
-                out[term.name] = values
+                out[term.name] = values + self._dropped_summands(term.name, theta)
         return out
+
+    def _dropped_summands(self, name, theta):
+        """Per observation of term ``name``, the summands ``propto`` drops (0.0 if
+        none): they depend on the data only, so they are kept once computed,
+        unless ``theta`` was outside the support (then they are -inf)."""
+        if name in self._dropped_rows:
+            return self._dropped_rows[name]
+        function = getattr(self._module, f"pointwise_dropped_{name}", None)
+        if function is None:
+            return 0.0
+        rows = np.empty(self._n_obs[name])
+        function(theta, *self._row_data, rows)
+        if np.isfinite(rows).all():
+            self._dropped_rows[name] = rows
+        return rows
 
     def per_sample_gradient(self, theta, name, sparse=False):
         """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``.

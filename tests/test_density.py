@@ -87,6 +87,29 @@ def test_pointwise_log_likelihood_sums_to_the_likelihood(hierarchical):
                                rtol=1e-12)
 
 
+def test_pointwise_constants_are_kept_only_from_a_point_inside_the_support():
+    """The summands ``propto`` drops (here -lgamma(c + 1) and -log(sqrt(2 pi)))
+    are computed once per data set, but not kept from a point where the
+    kernel returned -inf for every summand."""
+    rng = np.random.default_rng(11)
+    y = rng.normal(size=N)
+    m = ld.Model()
+    mu = m.param("mu")
+    s = m.param("s")  # no constraint: s <= 0 is outside the Normal's support
+    m.observe("c", ld.PoissonLog(mu + 0.1 * m.data("x", Y)), COUNTS)
+    m.observe("y", ld.Normal(mu, s), y)
+    density = m.compile()
+    assert np.all(density.pointwise_log_likelihood([0.3, -1.0])["y"] == -np.inf)
+    for theta in ([0.3, 2.0], [0.1, 1.5]):
+        pointwise = density.pointwise_log_likelihood(theta)
+        np.testing.assert_allclose(pointwise["y"], stats.norm.logpdf(y, theta[0], theta[1]), rtol=1e-12)
+        np.testing.assert_allclose(pointwise["c"], stats.poisson.logpmf(COUNTS, np.exp(theta[0] + 0.1 * Y)),
+                                   rtol=1e-12)
+    density.set_data(c=COUNTS[:10], x=Y[:10])  # new counts: new constants
+    np.testing.assert_allclose(density.pointwise_log_likelihood([0.1, 1.5])["c"],
+                               stats.poisson.logpmf(COUNTS[:10], np.exp(0.1 + 0.1 * Y[:10])), rtol=1e-12)
+
+
 def test_per_sample_gradients_sum_to_the_gradient_of_the_likelihood():
     m = ld.Model()
     mu_a = m.param("mu_a")
