@@ -162,21 +162,18 @@ class LogDensity:
         for term in self.model.terms:
             if term.kind == "observe":
                 values = np.empty(self._n_obs[term.name])
-                getattr(self._module, f"pointwise_{term.name}")(theta, *self._row_data, values)
+                getattr(self._module, f"pointwise_{term.name}")(theta, *self._row_data, values, False)
                 out[term.name] = values + self._dropped_summands(term.name, theta)
         return out
 
     def _dropped_summands(self, name, theta):
-        """Per observation of term ``name``, the summands ``propto`` drops (0.0 if
-        none): they depend on the data only, so they are kept once computed,
-        unless ``theta`` was outside the support (then they are -inf)."""
+        """Per observation of term ``name``, the summands ``propto`` drops: they
+        depend on the data only, so they are kept once computed, unless
+        ``theta`` was outside the support (then they are -inf)."""
         if name in self._dropped_rows:
             return self._dropped_rows[name]
-        function = getattr(self._module, f"pointwise_dropped_{name}", None)
-        if function is None:
-            return 0.0
         rows = np.empty(self._n_obs[name])
-        function(theta, *self._row_data, rows)
+        getattr(self._module, f"pointwise_{name}")(theta, *self._row_data, rows, True)
         if np.isfinite(rows).all():
             self._dropped_rows[name] = rows
         return rows

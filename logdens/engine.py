@@ -27,11 +27,9 @@ lowering (``logdens.codegen``):
     the summands ``core`` drops (their arguments are all fixed, so any
     ``theta`` with a finite log density gives the same value); computed at
     most once per ``set_data``.
-``pointwise_<term>(theta, fdata, idata, out)`` and ``per_sample_<term>(...)``
-    per-observation log-likelihood (the summands ``core`` keeps) and gradient
-    rows of each observed term.
-``pointwise_dropped_<term>(theta, fdata, idata, out)``
-    per observation, the summands ``core`` drops (like ``constants``).
+``pointwise_<term>(theta, fdata, idata, out, dropped)`` and ``per_sample_<term>(...)``
+    per-observation log-likelihood (the summands ``core`` keeps, or with
+    ``dropped`` those it drops) and gradient rows of each observed term.
 ``per_sample_sparse_<term>(theta, fdata, idata, cols, vals)``
     the gradient rows as ``SLOTS_<term>`` (column, value) pairs per row
     (``logdens.rows``).
@@ -235,25 +233,26 @@ def _value_functions(model, layout):
 
 
 def _observed_functions(model, layout, term):
-    """``pointwise_<term>``, ``pointwise_dropped_<term>`` (when ``propto`` drops
-    summands of the term) and ``per_sample_<term>`` of one observed term.
+    """``pointwise_<term>`` and ``per_sample_<term>`` of one observed term.
 
-    The pointwise log-likelihood is the first plus the second, which
-    depends on the data only and is computed once per data set: the
-    hierarchical Poisson model's ``lgamma(c + 1)`` made the pointwise
-    values cost 505 us per call against 49 us without it.
+    ``pointwise_<term>(..., out, dropped)`` writes per observation the
+    summands ``core`` keeps, or with ``dropped`` those it drops, which depend
+    on the data only: ``LogDensity`` adds the second, computed once per data
+    set. The hierarchical Poisson model's ``lgamma(c + 1)`` made the
+    pointwise values cost 505 us per call, against 49 us without it. One
+    function for both: two compiled in 0.26 s, one in 0.18 s (eight schools).
     """
     value_prologue = layout.prologue() + _materialize(layout, gradient=False)
     grad_prologue = layout.prologue() + _materialize(layout, gradient=True)
     dense = Lowering(layout, gradient=True, per_row=True, target=DenseRows(layout))
     sparse_rows = SparseRows(layout, term)
     sparse = _terms(Lowering(layout, gradient=True, per_row=True, target=sparse_rows), model, "lp", term)
-    pointwise = _function(f"def pointwise_{term.name}(theta, fdata, idata, out):",
-                          value_prologue + _terms(Lowering(layout, gradient=False), model, "pointwise", term))
-    if _dropped(term) is not None:
-        pointwise += _function(f"def pointwise_dropped_{term.name}(theta, fdata, idata, out):",
-                               value_prologue + _terms(Lowering(layout, gradient=False), model, "pointwise",
-                                                       term, keep=_dropped))
+    kept = _terms(Lowering(layout, gradient=False), model, "pointwise", term)
+    dropped = (_terms(Lowering(layout, gradient=False), model, "pointwise", term, keep=_dropped)
+               if _dropped(term) is not None else ["out[:] = 0.0"])
+    pointwise = _function(f"def pointwise_{term.name}(theta, fdata, idata, out, dropped):",
+                          value_prologue + ["if dropped:  # data only: called once per data set"]
+                          + indent(dropped) + ["else:"] + indent(kept))
     return (pointwise
             + _function(f"def per_sample_{term.name}(theta, fdata, idata, out):",
                         grad_prologue + ["lp = 0.0"] + _terms(dense, model, "lp", term))

@@ -125,9 +125,9 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
     log_likelihood : bool
         Add the pointwise ``log_likelihood`` group (for LOO and WAIC) when the
         log density provides it.  Its first evaluation compiles the model's
-        two pointwise functions (0.4-0.6 s; then one call costs about one
-        gradient), which is most of the first call's overhead on small
-        models.
+        pointwise function (0.26 s on eight schools; a later call costs
+        about one gradient), which is most of the first call's overhead on
+        small models.
     adapt_init_buffer, adapt_term_buffer, adapt_window : int
         Stan's warmup windows (CmdStan's ``adapt init_buffer``,
         ``term_buffer``, ``window``): iterations before the first metric
