@@ -158,8 +158,9 @@ def log1p_and_reciprocal(x):
 
     The kernels that need log1p(x) also need 1 / (1 + x) (the logistic
     function, the Cauchy kernel's factors): log1p's correction c / u becomes
-    c * (1 / u) and the reciprocal is shared. BernoulliLogit's value and
-    gradient over 1e4 rows: 84 -> 71 and 111 -> 100 us.
+    c * (1 / u) and the reciprocal is shared. Per 1e6 gradients
+    (bench_distributions.py): BernoulliLogit 11.1 -> 10.4 ms, Cauchy 15.0 ->
+    14.7 ms.
     """
     u = 1.0 + x
     inverse = 1.0 / u

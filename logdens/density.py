@@ -163,20 +163,24 @@ class LogDensity:
             if term.kind == "observe":
                 values = np.empty(self._n_obs[term.name])
                 getattr(self._module, f"pointwise_{term.name}")(theta, *self._row_data, values, False)
-                out[term.name] = values + self._dropped_summands(term.name, theta)
+                dropped = self._dropped_summands(term.name, theta)
+                if dropped is not None:
+                    values += dropped
+                out[term.name] = values
         return out
 
     def _dropped_summands(self, name, theta):
-        """Per observation of term ``name``, the summands ``propto`` drops: they
-        depend on the data only, so they are kept once computed, unless
-        ``theta`` was outside the support (then they are -inf)."""
+        """Per observation of term ``name``, the summands ``propto`` drops (None
+        when all are 0): they depend on the data only, so they are kept once
+        computed, unless ``theta`` was outside the support (then they are -inf)."""
         if name in self._dropped_rows:
             return self._dropped_rows[name]
         rows = np.empty(self._n_obs[name])
         getattr(self._module, f"pointwise_{name}")(theta, *self._row_data, rows, True)
-        if np.isfinite(rows).all():
-            self._dropped_rows[name] = rows
-        return rows
+        if not np.isfinite(rows).all():
+            return rows
+        self._dropped_rows[name] = rows if rows.any() else None
+        return self._dropped_rows[name]
 
     def per_sample_gradient(self, theta, name, sparse=False):
         """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``.

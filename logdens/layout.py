@@ -3,7 +3,7 @@
 Parameters are laid out in declaration order, one block each. Data are
 packed into two flat arrays so that every model's kernel has the same
 signature ``(theta, grad, fdata, idata)``: floating-point values in
-``fdata``, index arrays in ``idata``. The first ``4 * len(data)`` entries of
+``fdata``, index arrays in ``idata``. The first ``5 * len(data)`` entries of
 ``idata`` are a header, five integers per data array (float offset, index
 offset, rows, columns, and for an index array whether it never decreases),
 which generated code reads at run time: sizes are never compiled in, so new
