@@ -66,10 +66,10 @@ def run_logdens(density, seed, tune, draws, metric, fixed=None):
     starts at its own random point with that step size and metric and the
     first ``FIXED_BURN`` transitions are discarded.
     """
-    from samplers import kernel, sample
-    from samplers.mass_matrix import warmup_schedule
-    from samplers.protocol import numba_entry
-    from samplers.runner import run_chains
+    from logdens.samplers import kernel, sample
+    from logdens.samplers.mass_matrix import warmup_schedule
+    from logdens.samplers.protocol import numba_entry
+    from logdens.samplers.runner import run_chains
 
     entry = numba_entry(density)
     dim = int(density.dim)
@@ -108,8 +108,8 @@ def run_logdens(density, seed, tune, draws, metric, fixed=None):
 
 def _continue(entry, states, iconf, fconf, draws):
     """Run ``draws`` more transitions of already started chains (no warmup)."""
-    from samplers.kernel import DENSE, KIND, STAT_NAMES, chunk_runner
-    from samplers.runner import ChainsResult
+    from logdens.samplers.kernel import DENSE, KIND, STAT_NAMES, chunk_runner
+    from logdens.samplers.runner import ChainsResult
 
     dim = states[0].q.shape[0]
     out_d = np.zeros((len(states), draws + 1, dim))
@@ -271,7 +271,7 @@ def main(argv=None):
         fixed = nutpie_adapted(spec, data, seeds[0], density)
         print(f"\nfixed step size {fixed[0]:.4f} and metric of nutpie seed {seeds[0]} chain 0:")
     elif args.fixed and first_states is not None:
-        from samplers import kernel
+        from logdens.samplers import kernel
         s0 = first_states[0]
         fixed = (float(s0.scalars[kernel.STEP]), s0.metric.inv_diag.copy())
         print(f"\nfixed step size {fixed[0]:.4f} and metric of logdens seed {seeds[0]} chain 0:")

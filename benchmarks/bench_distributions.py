@@ -48,7 +48,7 @@ import scipy  # noqa: E402
 from scipy import special as sp  # noqa: E402
 from scipy import stats  # noqa: E402
 
-import distributions  # noqa: E402
+from logdens import distributions  # noqa: E402
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_2 = math.log(2.0)

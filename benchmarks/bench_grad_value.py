@@ -28,7 +28,7 @@ from numba import njit  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench_engine import median_time  # noqa: E402
-from distributions import vmath  # noqa: E402
+from logdens.distributions import vmath  # noqa: E402
 from engine_models import hierarchical, logistic, normal, poisson  # noqa: E402
 
 FAST = dict(fastmath=True, error_model="numpy")

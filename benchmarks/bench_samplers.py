@@ -81,7 +81,7 @@ import numpy as np  # noqa: E402
 
 TOOLS = ("logdens", "nutpie", "numpyro", "pymc")
 #: Modules a tool needs; a tool whose modules do not import is skipped.
-TOOL_MODULES = {"logdens": ("logdens", "samplers"), "nutpie": ("nutpie", "pymc"),
+TOOL_MODULES = {"logdens": ("logdens", "logdens.samplers"), "nutpie": ("nutpie", "pymc"),
                 "numpyro": ("numpyro", "jax"), "pymc": ("pymc",)}
 #: How many combined Monte Carlo standard errors two means may differ by.
 MCSE_TOLERANCE = 5.0
@@ -268,7 +268,7 @@ def run_logdens(spec, data, draws, tune, seed):
     start = time.perf_counter()
     exec(LIBRARY_CODE)  # compiled, or loaded from numba's cache
     KERNEL_S[0] = time.perf_counter() - start
-    import samplers
+    from logdens import samplers
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as cache:

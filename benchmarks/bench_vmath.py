@@ -21,7 +21,7 @@ import sys  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from distributions import vmath  # noqa: E402
+from logdens.distributions import vmath  # noqa: E402
 from logdens.engine import FASTMATH  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

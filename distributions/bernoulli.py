@@ -9,11 +9,11 @@ scipy: ``scipy.stats.bernoulli(p)``; Stan: ``bernoulli_lpmf(x | p)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import integer_interval, unit_interval
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
+from . import vmath
+from .constraints import integer_interval, unit_interval
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
 
 
 @jitable

@@ -11,12 +11,12 @@ Stan: ``bernoulli_logit_lpmf(x | logit_p)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import integer_interval, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import log_logistic
+from . import vmath
+from .constraints import integer_interval, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import log_logistic
 
 
 @jitable

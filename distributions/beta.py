@@ -16,13 +16,13 @@ series (``_large_shapes_log_density``) instead.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import interval, positive
-from distributions.frozen import Distribution
-from distributions.gamma import LARGE_SHAPE
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_SQRT_2PI, digamma_diff, lbeta, lgamma_stirling_diff, logmxp1
+from . import vmath
+from .constraints import interval, positive
+from .frozen import Distribution
+from .gamma import LARGE_SHAPE
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_SQRT_2PI, digamma_diff, lbeta, lgamma_stirling_diff, logmxp1
 
 
 @jitable

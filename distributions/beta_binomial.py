@@ -20,11 +20,11 @@ scipy: ``scipy.stats.betabinom(n, alpha, beta)``; Stan: ``beta_binomial_lpmf(x |
 
 import math
 
-from distributions.constraints import integer_interval, nonnegative_integer, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import SMALLEST_NORMAL, digamma_diff, lchoose, log_rising_factorial
+from .constraints import integer_interval, nonnegative_integer, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import SMALLEST_NORMAL, digamma_diff, lchoose, log_rising_factorial
 
 _MAX_COUNT = 2.5e305  # above, lrf(a, n) ~ n log(a + n) overflows and the sum is inf - inf
 

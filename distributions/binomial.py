@@ -9,12 +9,12 @@ scipy: ``scipy.stats.binom(n, p)``; Stan: ``binomial_lpmf(x | n, p)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import integer_interval, nonnegative_integer, unit_interval
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import lchoose
+from . import vmath
+from .constraints import integer_interval, nonnegative_integer, unit_interval
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import lchoose
 
 
 @jitable

@@ -11,12 +11,12 @@ Stan: ``binomial_logit_lpmf(x | n, logit_p)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import integer_interval, nonnegative_integer, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import lchoose
+from . import vmath
+from .constraints import integer_interval, nonnegative_integer, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import lchoose
 
 
 @jitable

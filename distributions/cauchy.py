@@ -8,12 +8,12 @@ scipy: ``scipy.stats.cauchy(loc, scale)``; Stan: ``cauchy_lpdf(x | loc, scale)``
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_PI, SMALLEST_NORMAL, log1p_square
+from . import vmath
+from .constraints import positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_PI, SMALLEST_NORMAL, log1p_square
 
 
 @jitable

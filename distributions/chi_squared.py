@@ -13,13 +13,13 @@ at shape df/2 and y = (x/2) / (df/2) = x / df, which does not cancel.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive
-from distributions.frozen import Distribution
-from distributions.gamma import LARGE_SHAPE, large_shape_log_density
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2, digamma, lgamma_or_inf
+from . import vmath
+from .constraints import positive
+from .frozen import Distribution
+from .gamma import LARGE_SHAPE, large_shape_log_density
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_2, digamma, lgamma_or_inf
 
 
 @jitable

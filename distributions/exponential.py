@@ -9,11 +9,11 @@ scipy: ``scipy.stats.expon(scale=1 / rate)``; Stan: ``exponential_lpdf(x | rate)
 
 import math
 
-from distributions import vmath
-from distributions.constraints import nonnegative, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
+from . import vmath
+from .constraints import nonnegative, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
 
 
 @jitable

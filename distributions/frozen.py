@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 
-from distributions import vectorize
-from distributions.constraints import contains, describe
+from . import vectorize
+from .constraints import contains, describe
 
 
 class InvalidArgumentError(ValueError):

@@ -20,12 +20,12 @@ cancellation, and an absolute error of eps * a log(a) does not matter).
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import (
+from . import vmath
+from .constraints import positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import (
     LOG_SQRT_2PI, digamma, lgamma_or_inf, lgamma_stirling_diff, logmxp1)
 
 # From this shape on, lgamma_stirling_diff is a converged series and the

@@ -10,11 +10,11 @@ failures); Stan has no geometric; it is ``neg_binomial_lpmf(x | 1, p / (1 - p))`
 
 import math
 
-from distributions import vmath
-from distributions.constraints import Constraint, nonnegative_integer
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
+from . import vmath
+from .constraints import Constraint, nonnegative_integer
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
 
 # p in (0, 1]: open at 0 (no success ever), closed at 1.
 _PROBABILITY = Constraint("interval", 0.0, 1.0, False, True)

@@ -8,12 +8,12 @@ scipy: ``scipy.stats.gumbel_r(loc, scale)``; Stan: ``gumbel_lpdf(x | loc, scale)
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import SMALLEST_NORMAL
+from . import vmath
+from .constraints import positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import SMALLEST_NORMAL
 
 # Below z = Z_MIN the log density, -z - exp(-z), is under -1e304 and is taken
 # as -inf: exp(-z) would soon overflow (plain Python's math.exp raises past

@@ -9,12 +9,12 @@ on a ``<lower=0>`` variable, plus log 2.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import nonnegative, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL
+from . import vmath
+from .constraints import nonnegative, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL
 
 
 @jitable

@@ -11,12 +11,12 @@ variable, plus log 2.
 
 import math
 
-from distributions.constraints import nonnegative, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2
-from distributions.student_t import logpdf as t_logpdf, logpdf_grad as t_logpdf_grad
+from .constraints import nonnegative, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_2
+from .student_t import logpdf as t_logpdf, logpdf_grad as t_logpdf_grad
 
 
 @jitable

@@ -15,13 +15,13 @@ log p(x) = large_shape_log_density(a, s / (a x)) + log(x) - 2 log(x).
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive
-from distributions.frozen import Distribution
-from distributions.gamma import LARGE_SHAPE, large_shape_log_density
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import digamma, lgamma_or_inf
+from . import vmath
+from .constraints import positive
+from .frozen import Distribution
+from .gamma import LARGE_SHAPE, large_shape_log_density
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import digamma, lgamma_or_inf
 
 
 @jitable

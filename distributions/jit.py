@@ -33,6 +33,7 @@ caches the compiled result on disk:
 import hashlib
 from pathlib import Path
 
+import numba
 from numba.core import caching
 from numba.extending import register_jitable
 
@@ -99,6 +100,17 @@ def _cached(fn, **options):
 #: contraction let its reductions vectorize; never ``nnan`` or ``ninf``, since
 #: ``-inf`` is a valid log density. ``logdens.engine`` compiles with it.
 FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
+
+
+def njit(**options):
+    """``numba.njit`` with the disk cache and this module's freshness stamp, for
+    functions called only from compiled code (``vmath``). Their cached code
+    names its module: an entry made when the package was installed under
+    another name imported that name on load."""
+    def decorate(fn):
+        _DECORATED.add(fn.__code__)
+        return numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
+    return decorate
 
 
 def kernel(fn):

@@ -8,12 +8,12 @@ scipy: ``scipy.stats.logistic(loc, scale)``; Stan: ``logistic_lpdf(x | loc, scal
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import SMALLEST_NORMAL
+from . import vmath
+from .constraints import positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import SMALLEST_NORMAL
 
 
 @jitable

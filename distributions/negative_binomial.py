@@ -14,11 +14,11 @@ Stan: ``neg_binomial_2_lpmf(x | mu, phi)``.
 
 import math
 
-from distributions.constraints import nonnegative_integer, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import (
+from .constraints import nonnegative_integer, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import (
     SMALLEST_NORMAL, digamma_diff, log1p_ratio, log1pmx, log_rising_factorial)
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0

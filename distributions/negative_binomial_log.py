@@ -19,12 +19,12 @@ Stan: ``neg_binomial_2_log_lpmf(x | log_mu, phi)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import nonnegative_integer, positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import (
+from . import vmath
+from .constraints import nonnegative_integer, positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import (
     SMALLEST_NORMAL, digamma_diff, log1pexp, log1pmx, log_rising_factorial, logistic)
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0

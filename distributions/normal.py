@@ -8,12 +8,12 @@ scipy: ``scipy.stats.norm(loc, scale)``; Stan: ``normal_lpdf(x | loc, scale)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive, real
-from distributions.frozen import Distribution
-from distributions.jit import fast_kernel, jitable
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_SQRT_2PI
+from . import vmath
+from .constraints import positive, real
+from .frozen import Distribution
+from .jit import fast_kernel, jitable
+from .spec import Param, Spec, Summand
+from .special import LOG_SQRT_2PI
 
 
 @jitable

@@ -14,12 +14,12 @@ and scale are both large, and ``-log(x)`` is a data-only summand.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import greater_than, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import log_ratio
+from . import vmath
+from .constraints import greater_than, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import log_ratio
 
 
 @jitable

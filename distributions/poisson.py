@@ -8,11 +8,11 @@ scipy: ``scipy.stats.poisson(rate)``; Stan: ``poisson_lpmf(x | rate)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import nonnegative_integer, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
+from . import vmath
+from .constraints import nonnegative_integer, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) overflows just above: such counts have mass 0
 

@@ -11,12 +11,12 @@ scipy: ``scipy.stats.poisson(exp(log_rate))``; Stan: ``poisson_log_lpmf(x | log_
 
 import math
 
-from distributions import vmath
-from distributions.constraints import nonnegative_integer, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_FLOAT_MAX
+from . import vmath
+from .constraints import nonnegative_integer, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_FLOAT_MAX
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 

@@ -10,11 +10,11 @@ scipy: ``scipy.stats.rayleigh(scale=scale)``; Stan: ``rayleigh_lpdf(x | scale)``
 
 import math
 
-from distributions import vmath
-from distributions.constraints import nonnegative, positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
+from . import vmath
+from .constraints import nonnegative, positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
 
 # sqrt of the largest float64: beyond it (x / scale)^2 overflows and the
 # log density is below -8.9e307, i.e. -inf.

@@ -11,12 +11,12 @@ scipy: ``scipy.stats.skewnorm(alpha, loc, scale)``; Stan:
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL, dlog_ndtr, log_ndtr
+from . import vmath
+from .constraints import positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL, dlog_ndtr, log_ndtr
 
 
 @jitable

@@ -36,7 +36,7 @@ parameter or a value outside the support gives ``-inf``.
 
 from typing import Callable, NamedTuple, Tuple
 
-from distributions.constraints import Constraint
+from .constraints import Constraint
 
 
 

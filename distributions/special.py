@@ -24,8 +24,8 @@ Coefficient tables were computed for this module with mpmath at 60 digits.
 
 import math
 
-from distributions import vmath
-from distributions.jit import jitable
+from . import vmath
+from .jit import jitable
 
 LOG_2 = 0.6931471805599453
 LOG_PI = 1.1447298858494002

@@ -12,12 +12,12 @@ scipy: ``scipy.stats.t(df, loc, scale)``; Stan: ``student_t_lpdf(x | df, loc, sc
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import (
+from . import vmath
+from .constraints import positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import (
     LOG_SQRT_PI, SMALLEST_NORMAL, half_step_digamma_excess, log1p_square, log_rising_factorial)
 
 

@@ -15,12 +15,12 @@ above; Stan: ``normal_lpdf(x | loc, scale) T[lower, upper]``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import greater_than, interval, positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_FLOAT_MAX, LOG_SQRT_2PI, SMALLEST_NORMAL, log_diff_ndtr
+from . import vmath
+from .constraints import greater_than, interval, positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_FLOAT_MAX, LOG_SQRT_2PI, SMALLEST_NORMAL, log_diff_ndtr
 
 @jitable
 def _valid(x, loc, scale, lower, upper):

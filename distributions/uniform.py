@@ -10,12 +10,12 @@ Stan: ``uniform_lpdf(x | lower, upper)``.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import greater_than, interval, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2
+from . import vmath
+from .constraints import greater_than, interval, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_2
 
 _HALF_MAX = 8.988465674311579e307  # half the largest float64
 

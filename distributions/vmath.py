@@ -24,7 +24,9 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-_JIT = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+from . import jit
+
+_JIT = jit.njit(fastmath={"contract"})
 
 _LOG2E = 1.4426950408889634
 # ln 2 split so that n * _LN2_HI is exact for |n| < 2**11 (its low bits are zero).

@@ -15,11 +15,11 @@ Stan: ``von_mises_lpdf(x | loc, concentration)``.
 
 import math
 
-from distributions.constraints import interval, positive, real
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_2PI, log_i0e, one_minus_i1_over_i0
+from .constraints import interval, positive, real
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_2PI, log_i0e, one_minus_i1_over_i0
 
 
 @jitable

@@ -18,12 +18,12 @@ mode where w is close to 1.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import positive
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import log_ratio
+from . import vmath
+from .constraints import positive
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import log_ratio
 
 # Above this v = k log(x / s), exp(v) overflows (plain Python raises) and
 # v - exp(v) < -1.79e308: the value is -inf, as it is where v itself is -inf.

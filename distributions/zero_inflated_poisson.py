@@ -13,12 +13,12 @@ it is the usual ``log_mix(zi, 0, poisson_lpmf(0 | rate))`` at 0.
 
 import math
 
-from distributions import vmath
-from distributions.constraints import nonnegative_integer, positive, unit_interval
-from distributions.frozen import Distribution
-from distributions.jit import jitable, kernel
-from distributions.spec import Param, Spec, Summand
-from distributions.special import LOG_FLOAT_MAX, logaddexp
+from . import vmath
+from .constraints import nonnegative_integer, positive, unit_interval
+from .frozen import Distribution
+from .jit import jitable, kernel
+from .spec import Param, Spec, Summand
+from .special import LOG_FLOAT_MAX, logaddexp
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
 

@@ -7,8 +7,8 @@ sampler entry points.
 
 __version__ = "0.1.0"
 
-from distributions import *  # noqa: F401,F403  (every distribution class)
-from distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
+from logdens.distributions import *  # noqa: F401,F403  (every distribution class)
+from logdens.distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
                                        positive, positive_ordered, real, simplex, unit_interval)
 from logdens.expr import (ModelError, abs, digamma, erf, exp, expm1, inv_logit, lgamma, log,  # noqa: F401
                           log1p, log_logistic, logaddexp, logistic, logit, softplus, sqrt, square,
@@ -22,6 +22,6 @@ def __getattr__(name):
     """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``: the samplers' entry points,
     imported on first use (the samplers package loads ArviZ and its own kernels)."""
     if name in _SAMPLER_ENTRY_POINTS:
-        import samplers
+        from logdens import samplers
         return getattr(samplers, name)
     raise AttributeError(f"module 'logdens' has no attribute {name!r}")

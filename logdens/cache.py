@@ -20,7 +20,7 @@ import tempfile
 import numba
 
 import logdens
-from distributions import jit
+from logdens.distributions import jit
 from logdens import event_transforms
 
 # Loaded modules by key: a model compiled twice in one process reuses them.

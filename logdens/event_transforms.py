@@ -14,8 +14,8 @@ import math
 import numpy as np
 from scipy import special as sp
 
-from distributions import special, vmath
-from distributions.jit import jitable
+from logdens.distributions import special, vmath
+from logdens.distributions.jit import jitable
 
 
 @jitable

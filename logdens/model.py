@@ -10,7 +10,7 @@ from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from distributions.frozen import Distribution
+from logdens.distributions.frozen import Distribution
 from logdens import transforms
 from logdens.expr import Data, Expr, ModelError, Param, as_expr
 

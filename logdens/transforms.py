@@ -13,7 +13,7 @@ ordered) are in ``logdens.event_transforms``.
 import numpy as np
 from scipy import special as sp
 
-from distributions import constraints as c
+from logdens.distributions import constraints as c
 from logdens.event_transforms import EventTransform
 from logdens.expr import ModelError
 

@@ -6,8 +6,8 @@ so a user can find the bad row. Nothing is clipped: bad data raise.
 
 import numpy as np
 
-from distributions.constraints import contains, describe
-from distributions.frozen import _first_violation
+from logdens.distributions.constraints import contains, describe
+from logdens.distributions.frozen import _first_violation
 from logdens import expr as ex
 from logdens.expr import ModelError
 

@@ -5,16 +5,16 @@ models from ``logdens`` and external Python log densities both work.
 
 Examples
 --------
->>> import samplers
+>>> from logdens import samplers
 >>> idata = samplers.nuts(log_density, draws=1000, tune=1000, chains=4)  # doctest: +SKIP
 >>> fit = samplers.find_map(log_density)  # doctest: +SKIP
 """
 
-from samplers.diagnostics import SamplerWarning
-from samplers.laplace import HessianError, laplace
-from samplers.optimize import MapResult, find_map
-from samplers.protocol import ENTRY_SIGNATURE, ENTRY_TYPE, LogDensity, NumbaEntry
-from samplers.sample import hmc, nuts
+from .diagnostics import SamplerWarning
+from .laplace import HessianError, laplace
+from .optimize import MapResult, find_map
+from .protocol import ENTRY_SIGNATURE, ENTRY_TYPE, LogDensity, NumbaEntry
+from .sample import hmc, nuts
 
 __all__ = ["nuts", "hmc", "find_map", "laplace", "LogDensity", "NumbaEntry",
            "ENTRY_SIGNATURE", "ENTRY_TYPE", "MapResult", "HessianError",

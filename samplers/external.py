@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 from numba import njit, objmode
 
-from samplers.protocol import ENTRY_SIGNATURE, NumbaEntry
+from .protocol import ENTRY_SIGNATURE, NumbaEntry
 
 _REGISTRY = {}
 _KEYS = itertools.count(1)

@@ -9,7 +9,7 @@ would cost more than the cheap gradients this package produces.
 
 from numba import njit
 
-from samplers.metric import velocity
+from .metric import velocity
 
 
 @njit(nogil=True, _nrt=False)

@@ -20,18 +20,18 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, types
 
-from samplers._cache import source_hash
-from samplers.mass_matrix import (
+from ._cache import source_hash
+from .mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
     welford_diag_final, welford_diag_init, welford_diag_update)
-from samplers.metric import Metric, set_inverse_metric_dense, set_inverse_metric_diag
-from samplers.protocol import ENTRY_TYPE
-from samplers.static_hmc import hmc_transition
-from samplers.step_size import (
+from .metric import Metric, set_inverse_metric_dense, set_inverse_metric_diag
+from .protocol import ENTRY_TYPE
+from .static_hmc import hmc_transition
+from .step_size import (
     DualAveragingState, dual_averaging_final, dual_averaging_init,
     dual_averaging_update, find_reasonable_step_size)
-from samplers.trajectory import make_work, nuts_transition
+from .trajectory import make_work, nuts_transition
 
 #: Hash of this package's sources: part of numba's cache key of the runners.
 SOURCE_HASH = source_hash(Path(__file__).parent)

@@ -5,11 +5,11 @@ from contextlib import nullcontext
 import numpy as np
 from arviz_base import from_dict
 
-from samplers.external import external_entry
-from samplers.initial_point import evaluate
-from samplers.optimize import find_map
-from samplers.output import draws_groups
-from samplers.protocol import numba_entry, resolve
+from .external import external_entry
+from .initial_point import evaluate
+from .optimize import find_map
+from .output import draws_groups
+from .protocol import numba_entry, resolve
 
 
 class HessianError(ValueError):

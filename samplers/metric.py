@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from samplers.rng import fill_normal
+from .rng import fill_normal
 
 
 class Metric(NamedTuple):

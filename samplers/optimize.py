@@ -6,9 +6,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from samplers.external import external_entry
-from samplers.initial_point import evaluate, find_initial_point
-from samplers.protocol import numba_entry, resolve
+from .external import external_entry
+from .initial_point import evaluate, find_initial_point
+from .protocol import numba_entry, resolve
 
 
 class MapResult(NamedTuple):

@@ -10,7 +10,7 @@ has ``pointwise_log_likelihood``), ``observed_data`` and, on request,
 import numpy as np
 from arviz_base import from_dict
 
-from samplers.kernel import STAT_NAMES
+from .kernel import STAT_NAMES
 
 _INT_STATS = ("tree_depth", "n_steps")
 _BOOL_STATS = ("diverging",)

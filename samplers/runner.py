@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from samplers.kernel import DENSE, KIND, STAT_NAMES, chunk_runner
+from .kernel import DENSE, KIND, STAT_NAMES, chunk_runner
 
 #: Chunks are sized to take about this long, within [1, MAX_CHUNK] transitions.
 CHUNK_SECONDS = 0.2

@@ -5,17 +5,17 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from samplers import kernel
-from samplers.diagnostics import SamplerWarning, warn_sampler
-from samplers.external import external_entry
-from samplers.initial_point import find_initial_point, per_chain_inits
-from samplers.kernel import ChainState
-from samplers.mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
-from samplers.metric import identity_metric
-from samplers.output import to_datatree
-from samplers.protocol import numba_entry, resolve
-from samplers.rng import make_state
-from samplers.runner import resolve_cores, run_chains
+from . import kernel
+from .diagnostics import SamplerWarning, warn_sampler
+from .external import external_entry
+from .initial_point import find_initial_point, per_chain_inits
+from .kernel import ChainState
+from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
+from .metric import identity_metric
+from .output import to_datatree
+from .protocol import numba_entry, resolve
+from .rng import make_state
+from .runner import resolve_cores, run_chains
 
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0

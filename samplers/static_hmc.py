@@ -9,10 +9,10 @@ import math
 
 from numba import njit
 
-from samplers.integrator import leapfrog
-from samplers.metric import hamiltonian, sample_momentum, velocity
-from samplers.rng import uniform
-from samplers.trajectory import TransitionInfo
+from .integrator import leapfrog
+from .metric import hamiltonian, sample_momentum, velocity
+from .rng import uniform
+from .trajectory import TransitionInfo
 
 
 @njit(nogil=True, _nrt=False)

@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 from numba import njit
 
-from samplers.integrator import leapfrog
-from samplers.metric import hamiltonian, sample_momentum, velocity
+from .integrator import leapfrog
+from .metric import hamiltonian, sample_momentum, velocity
 
 GAMMA = 0.05
 T0 = 10.0

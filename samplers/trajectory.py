@@ -23,10 +23,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from samplers.integrator import leapfrog
-from samplers.metric import hamiltonian, sample_momentum, velocity
-from samplers.rng import uniform
-from samplers.termination import is_turning_merged
+from .integrator import leapfrog
+from .metric import hamiltonian, sample_momentum, velocity
+from .rng import uniform
+from .termination import is_turning_merged
 
 
 # Rows of TreeWork.ends (per direction: 0 backward, 1 forward).

@@ -13,8 +13,8 @@ import cases_discrete
 import cases_location_scale
 import cases_positive
 from case_table import case, scipy_ref
-from distributions.normal import Normal
-from distributions.poisson import Poisson
+from logdens.distributions.normal import Normal
+from logdens.distributions.poisson import Poisson
 
 NORMAL = scipy_ref(lambda loc, scale: stats.norm(loc, scale))
 POISSON = scipy_ref(lambda rate: stats.poisson(rate))

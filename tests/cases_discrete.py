@@ -15,16 +15,16 @@ import numpy as np
 from scipy import stats
 
 from case_table import case, scipy_ref
-from distributions.bernoulli import Bernoulli
-from distributions.bernoulli_logit import BernoulliLogit
-from distributions.beta_binomial import BetaBinomial
-from distributions.binomial import Binomial
-from distributions.binomial_logit import BinomialLogit
-from distributions.geometric import Geometric
-from distributions.negative_binomial import NegativeBinomial
-from distributions.negative_binomial_log import NegativeBinomialLog
-from distributions.poisson_log import PoissonLog
-from distributions.zero_inflated_poisson import ZeroInflatedPoisson
+from logdens.distributions.bernoulli import Bernoulli
+from logdens.distributions.bernoulli_logit import BernoulliLogit
+from logdens.distributions.beta_binomial import BetaBinomial
+from logdens.distributions.binomial import Binomial
+from logdens.distributions.binomial_logit import BinomialLogit
+from logdens.distributions.geometric import Geometric
+from logdens.distributions.negative_binomial import NegativeBinomial
+from logdens.distributions.negative_binomial_log import NegativeBinomialLog
+from logdens.distributions.poisson_log import PoissonLog
+from logdens.distributions.zero_inflated_poisson import ZeroInflatedPoisson
 
 
 def mp_ref(log_mass):

@@ -39,17 +39,17 @@ import numpy as np
 from scipy import stats
 
 from case_table import case, scipy_ref
-from distributions.cauchy import Cauchy
-from distributions.gumbel import Gumbel
-from distributions.half_cauchy import HalfCauchy
-from distributions.half_normal import HalfNormal
-from distributions.half_student_t import HalfStudentT
-from distributions.laplace import Laplace
-from distributions.log_normal import LogNormal
-from distributions.logistic import Logistic
-from distributions.skew_normal import SkewNormal
-from distributions.student_t import StudentT
-from distributions.truncated_normal import TruncatedNormal
+from logdens.distributions.cauchy import Cauchy
+from logdens.distributions.gumbel import Gumbel
+from logdens.distributions.half_cauchy import HalfCauchy
+from logdens.distributions.half_normal import HalfNormal
+from logdens.distributions.half_student_t import HalfStudentT
+from logdens.distributions.laplace import Laplace
+from logdens.distributions.log_normal import LogNormal
+from logdens.distributions.logistic import Logistic
+from logdens.distributions.skew_normal import SkewNormal
+from logdens.distributions.student_t import StudentT
+from logdens.distributions.truncated_normal import TruncatedNormal
 
 MP_DPS = 50
 

@@ -28,16 +28,16 @@ import numpy as np
 from scipy import stats
 
 from case_table import case, scipy_ref
-from distributions.beta import Beta
-from distributions.chi_squared import ChiSquared
-from distributions.exponential import Exponential
-from distributions.gamma import Gamma
-from distributions.inverse_gamma import InverseGamma
-from distributions.pareto import Pareto
-from distributions.rayleigh import Rayleigh
-from distributions.uniform import Uniform
-from distributions.von_mises import VonMises
-from distributions.weibull import Weibull
+from logdens.distributions.beta import Beta
+from logdens.distributions.chi_squared import ChiSquared
+from logdens.distributions.exponential import Exponential
+from logdens.distributions.gamma import Gamma
+from logdens.distributions.inverse_gamma import InverseGamma
+from logdens.distributions.pareto import Pareto
+from logdens.distributions.rayleigh import Rayleigh
+from logdens.distributions.uniform import Uniform
+from logdens.distributions.von_mises import VonMises
+from logdens.distributions.weibull import Weibull
 
 MP_DPS = 50
 PI = math.pi  # the float64 pi: the support of VonMises is [-PI, PI]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from cases import CASES, INVALID
-from distributions.constraints import resolve_bounds
-from distributions.frozen import InvalidArgumentError
+from logdens.distributions.constraints import resolve_bounds
+from logdens.distributions.frozen import InvalidArgumentError
 
 EPS = np.finfo(float).eps
 DISTS = sorted({c.dist for c in CASES}, key=lambda d: d.spec.name)

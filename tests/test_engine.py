@@ -12,7 +12,7 @@ import pytest
 
 import logdens as ld
 from cases import CASES
-from distributions.constraints import resolve_bounds
+from logdens.distributions.constraints import resolve_bounds
 from engine_helpers import check_gradient
 
 DISTS = sorted({c.dist for c in CASES}, key=lambda d: d.spec.name)

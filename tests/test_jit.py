@@ -7,9 +7,9 @@ import numba
 import numpy as np
 from numba.core import caching
 
-import distributions
-from distributions import jit, normal, special
-from distributions.jit import FASTMATH
+from logdens import distributions
+from logdens.distributions import jit, normal, special
+from logdens.distributions.jit import FASTMATH
 
 
 def _package_hash():

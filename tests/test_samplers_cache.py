@@ -3,8 +3,8 @@
 import shutil
 from pathlib import Path
 
-from samplers import kernel
-from samplers._cache import source_hash
+from logdens.samplers import kernel
+from logdens.samplers._cache import source_hash
 
 
 def test_hash_changes_with_any_source_file(tmp_path):

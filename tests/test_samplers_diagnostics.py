@@ -5,7 +5,7 @@ import pytest
 import numpy as np
 from arviz_base import from_dict
 
-from samplers.diagnostics import e_bfmi, sampler_warnings
+from logdens.samplers.diagnostics import e_bfmi, sampler_warnings
 
 
 def fake_idata(diverging=0, at_max=0, energy=None, shift=0.0, seed=0):
@@ -52,7 +52,7 @@ def test_e_bfmi_matches_arviz():
 
 
 def test_rhat_and_bulk_ess_match_arviz():
-    from samplers.diagnostics import bulk_ess, rank_rhat
+    from logdens.samplers.diagnostics import bulk_ess, rank_rhat
     rng = np.random.default_rng(5)
     for rho, shift in ((0.0, 0.0), (0.9, 0.0), (0.5, 0.3)):
         x = np.zeros((4, 501))
@@ -65,7 +65,7 @@ def test_rhat_and_bulk_ess_match_arviz():
 
 
 def test_rhat_and_ess_vectorized_over_columns_and_ties():
-    from samplers.diagnostics import bulk_ess, rank_rhat
+    from logdens.samplers.diagnostics import bulk_ess, rank_rhat
     rng = np.random.default_rng(6)
     x = rng.normal(size=(4, 300, 3))
     x[:, :, 1] = np.round(x[:, :, 1])  # ties

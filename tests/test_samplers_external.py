@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-import samplers
-from samplers.external import _REGISTRY, external_entry
+from logdens import samplers
+from logdens.samplers.external import _REGISTRY, external_entry
 from test_samplers_sample import Z_MAX, z_scores
 from test_samplers_targets import PythonGaussian
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import samplers
-from samplers.initial_point import find_initial_point, per_chain_inits
-from samplers.protocol import numba_entry
+from logdens import samplers
+from logdens.samplers.initial_point import find_initial_point, per_chain_inits
+from logdens.samplers.protocol import numba_entry
 from test_samplers_targets import NumbaTarget, half_line, std_normal
 
 

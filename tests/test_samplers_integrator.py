@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from samplers.integrator import leapfrog
-from samplers.metric import Metric, hamiltonian, identity_metric, velocity
+from logdens.samplers.integrator import leapfrog
+from logdens.samplers.metric import Metric, hamiltonian, identity_metric, velocity
 from test_samplers_targets import first_class, std_normal
 
 FDATA, IDATA = np.zeros(1), np.zeros(1, dtype=np.int64)

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from samplers import kernel, runner
-from samplers.mass_matrix import warmup_schedule
-from samplers.protocol import numba_entry
-from samplers.sample import _chain_state, _config
+from logdens.samplers import kernel, runner
+from logdens.samplers.mass_matrix import warmup_schedule
+from logdens.samplers.protocol import numba_entry
+from logdens.samplers.sample import _chain_state, _config
 from test_samplers_targets import NumbaTarget, correlated_gaussian, gaussian
 
 

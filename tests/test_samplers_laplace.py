@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import samplers
-from samplers.laplace import hessian
-from samplers.protocol import numba_entry
+from logdens import samplers
+from logdens.samplers.laplace import hessian
+from logdens.samplers.protocol import numba_entry
 from test_samplers_targets import GammaTarget, correlated_gaussian
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from samplers.mass_matrix import (regularize_covariance, regularize_variance,
+from logdens.samplers.mass_matrix import (regularize_covariance, regularize_variance,
                                   warmup_schedule, welford_dense_final,
                                   welford_dense_init, welford_dense_update,
                                   welford_diag_final, welford_diag_init,

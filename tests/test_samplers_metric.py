@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 
-from samplers.metric import (cholesky_lower, hamiltonian, identity_metric,
+from logdens.samplers.metric import (cholesky_lower, hamiltonian, identity_metric,
                              inverse_transpose_lower, sample_momentum,
                              set_inverse_metric_dense, set_inverse_metric_diag, velocity)
-from samplers.rng import make_state
+from logdens.samplers.rng import make_state
 
 
 def test_diag_momentum_has_covariance_m():

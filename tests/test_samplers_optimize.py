@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-import samplers
+from logdens import samplers
 from test_samplers_targets import (GammaTarget, PythonGaussian, correlated_gaussian,
                                    normal_normal_target)
 

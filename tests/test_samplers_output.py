@@ -4,8 +4,8 @@ import arviz_stats
 import numpy as np
 import pytest
 
-import samplers
-from samplers.kernel import STAT_NAMES
+from logdens import samplers
+from logdens.samplers.kernel import STAT_NAMES
 from test_samplers_targets import EightSchools, NumbaTarget, std_normal
 
 

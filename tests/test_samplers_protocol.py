@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-import samplers
-from samplers.protocol import LogDensity, numba_entry, resolve
+from logdens import samplers
+from logdens.samplers.protocol import LogDensity, numba_entry, resolve
 from test_samplers_targets import NumbaTarget, PythonGaussian, std_normal
 
 

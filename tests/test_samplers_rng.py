@@ -3,7 +3,7 @@
 import numpy as np
 from scipy import stats
 
-from samplers.rng import fill_normal, make_state, next_uint64, uniform
+from logdens.samplers.rng import fill_normal, make_state, next_uint64, uniform
 
 
 def test_same_seed_same_stream_and_distinct_streams():

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import samplers
-from samplers import runner
-from samplers.runner import resolve_cores
+from logdens import samplers
+from logdens.samplers import runner
+from logdens.samplers.runner import resolve_cores
 from test_samplers_targets import EightSchools, NumbaTarget, std_normal
 
 

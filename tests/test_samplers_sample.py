@@ -7,8 +7,8 @@ import arviz_stats
 import numpy as np
 import pytest
 
-import samplers
-from samplers.diagnostics import SamplerWarning
+from logdens import samplers
+from logdens.samplers.diagnostics import SamplerWarning
 from test_samplers_targets import (EightSchools, NumbaTarget, correlated_gaussian,
                                    funnel, normal_normal_target, std_normal)
 
@@ -97,7 +97,7 @@ def test_static_hmc_eight_schools():
 
 
 def test_warmup_window_arguments_reach_the_schedule(monkeypatch):
-    from samplers import sample
+    from logdens.samplers import sample
     seen = []
     real = sample.warmup_schedule
 

@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from samplers.metric import identity_metric
-from samplers.rng import make_state
-from samplers.step_size import (dual_averaging_final, dual_averaging_init,
+from logdens.samplers.metric import identity_metric
+from logdens.samplers.rng import make_state
+from logdens.samplers.step_size import (dual_averaging_final, dual_averaging_init,
                                 dual_averaging_update, find_reasonable_step_size)
-from samplers.trajectory import make_work
+from logdens.samplers.trajectory import make_work
 from test_samplers_targets import first_class, gaussian
 
 

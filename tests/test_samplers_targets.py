@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import cfunc, njit
 
-from samplers.protocol import ENTRY_SIGNATURE, NumbaEntry
+from logdens.samplers.protocol import ENTRY_SIGNATURE, NumbaEntry
 
 LOG_2PI = math.log(2.0 * math.pi)
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from samplers.termination import is_turning, is_turning_extended
+from logdens.samplers.termination import is_turning, is_turning_extended
 
 
 def test_straight_segment_is_not_turning_and_reversal_is():
@@ -21,7 +21,7 @@ def test_symmetric_in_its_ends_and_extended_equals_sum():
 
 
 def test_merged_criterion_is_the_three_checks():
-    from samplers.termination import is_turning_merged
+    from logdens.samplers.termination import is_turning_merged
     rng = np.random.default_rng(1)
     for _ in range(500):
         va1, va2, ra, pa, vb1, vb2, rb, pb = rng.normal(size=(8, 3))

@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from samplers.integrator import leapfrog
-from samplers.metric import hamiltonian, identity_metric, sample_momentum, velocity
-from samplers.rng import make_state, uniform
-from samplers.termination import is_turning, is_turning_extended
-from samplers.trajectory import log_add_exp, make_work, nuts_transition
+from logdens.samplers.integrator import leapfrog
+from logdens.samplers.metric import hamiltonian, identity_metric, sample_momentum, velocity
+from logdens.samplers.rng import make_state, uniform
+from logdens.samplers.termination import is_turning, is_turning_extended
+from logdens.samplers.trajectory import log_add_exp, make_work, nuts_transition
 from test_samplers_targets import correlated_gaussian, first_class, funnel, gaussian
 
 MAX_ENERGY_ERROR = 1000.0

@@ -21,8 +21,8 @@ import scipy.special as sc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distributions import special
-from distributions.jit import FASTMATH
+from logdens.distributions import special
+from logdens.distributions.jit import FASTMATH
 
 INF = math.inf
 NAN = math.nan

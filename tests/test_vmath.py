@@ -15,8 +15,8 @@ import numba
 import numpy as np
 import pytest
 
-from distributions import vmath
-from distributions.jit import FASTMATH
+from logdens.distributions import vmath
+from logdens.distributions.jit import FASTMATH
 
 FUNCTIONS = {"exp": (vmath.exp, np.exp), "log": (vmath.log, np.log), "log1p": (vmath.log1p, np.log1p)}
 

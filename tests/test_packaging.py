@@ -1,0 +1,42 @@
+"""The folders distributions/ and samplers/ install as logdens.distributions and
+logdens.samplers: a user's own distributions.py or samplers.py (or the public
+package named ``distributions``) must not shadow them."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    import logdens as ld
+
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 1))
+    m.observe("y", ld.Normal(mu, 1), np.array([0.5, 1.5]))
+    idata = ld.nuts(m.compile(), draws=50, tune=50, chains=1, seed=0, progress=False)
+    print(json.dumps({"draws": int(idata.posterior["mu"].size),
+                      "module": ld.Normal.__module__}))
+""")
+
+
+@pytest.mark.slow
+def test_user_modules_named_distributions_and_samplers_do_not_shadow_ours(tmp_path):
+    for name in ("distributions", "samplers"):
+        (tmp_path / f"{name}.py").write_text("raise ImportError('the user module was imported')\n")
+    (tmp_path / "run.py").write_text(SCRIPT)
+    done = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"draws": 50, "module": "logdens.distributions.normal"}
+
+
+def test_no_top_level_distributions_or_samplers_package():
+    import logdens
+    assert logdens.distributions.__name__ == "logdens.distributions"
+    assert "distributions" not in sys.modules or sys.modules["distributions"] is not logdens.distributions
+    assert "samplers" not in sys.modules
