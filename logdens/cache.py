@@ -1,21 +1,52 @@
 """The on-disk cache of generated modules.
 
-numba cannot cache functions created with ``exec``, but it caches the
-functions of a module imported from a file (``cache=True``). So every
-generated module is written to ``<cache dir>/logdens_<key>.py`` and imported;
-a second process finds the file, and numba finds its compiled functions.
-numba keys its cache on that file alone, so the file name carries a hash of
-everything the generated code depends on: its source, every source of the
-``distributions`` package (kernels inline helpers of other modules, and
-``distributions.jit`` sets their flags), ``logdens.event_transforms``, and the
-logdens, numba and Python versions.
+numba cannot cache functions created with ``exec`` from a string, but it
+caches functions whose code names a file (``cache=True``). So every generated
+module is written to ``<cache dir>/logdens_<key>.py``; a second process finds
+the file, and numba finds its compiled functions beside it, in
+``<cache dir>/__pycache__``. numba keys its cache on that file alone, so the
+file name carries a hash of everything the generated code depends on: its
+source, every source of the ``distributions`` package (kernels inline helpers
+of other modules, and ``distributions.jit`` sets their flags),
+``logdens.event_transforms``, and the logdens, numba and Python versions.
+
+What runs is code, so the cache is guarded:
+
+- The cache directory is private: created with mode 700, and refused
+  (``CacheDirectoryError``) when another user owns it or could write to it.
+  numba's pickled functions in ``__pycache__`` are loaded unverified, and a
+  pickle runs code when it is loaded; only a directory that no one else can
+  write keeps planted pickles out. ``__pycache__`` gets the same check.
+- An entry is never imported from disk. Its bytes are compared with the
+  source the engine just generated (the key is a hash of that source); on a
+  mismatch (truncated, edited or planted) the entry is replaced. Then the
+  generated source itself, not the file, is compiled, with the file's path
+  as its name for numba's cache and for tracebacks: a file swapped after the
+  check is never run, and no CPython bytecode file is read either.
+- Writes go to a temporary file in the same directory, renamed over the
+  entry: a reader never sees half a file, and a failed write leaves nothing.
+- A directory where an entry cannot be written (read-only, full) does not
+  stop compilation: the process falls back, with a warning, to one private
+  temporary directory, removed when it exits. (Valid entries in a read-only
+  directory load from it; numba then keeps its pickles in its own user-wide
+  cache.)
+
+With ``NUMBA_CACHE_DIR`` set, numba keeps its pickles there instead; that
+directory is then numba's and the user's to protect.
 """
 
+import atexit
+import contextlib
+import functools
+import glob
 import hashlib
-import importlib.util
 import os
+import shutil
+import stat
 import sys
 import tempfile
+import types
+import warnings
 
 import numba
 
@@ -25,15 +56,72 @@ from logdens import event_transforms
 
 # Loaded modules by key: a model compiled twice in one process reuses them.
 _LOADED = {}
+# Cache directories that could not be used, each mapped to the private
+# temporary directory this process uses instead.
+_FALLBACK = {}
 
 
-def cache_dir(override=None):
-    """``override``, else ``$LOGDENS_CACHE_DIR``, else the user cache directory."""
+class CacheDirectoryError(PermissionError):
+    """A cache directory that another user owns or can write to.
+
+    Its contents cannot be trusted (numba loads pickles from it), so logdens
+    refuses it rather than falling back quietly.
+    """
+
+
+def configured_dir(override=None):
+    """The cache directory asked for: ``override``, else ``$LOGDENS_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/logdens``, else ``~/.cache/logdens``."""
     path = override or os.environ.get("LOGDENS_CACHE_DIR")
     if not path:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         path = os.path.join(base, "logdens")
-    os.makedirs(path, exist_ok=True)
+    return os.path.abspath(os.fspath(path))
+
+
+def _check_private(path):
+    """Refuse ``path`` unless we own it and no one else can write to it; make it mode 700.
+
+    A directory others could write to is refused, not tightened: what they
+    may have planted there would stay (and tightening a shared directory such
+    as ``/tmp`` would break it). One that others can only read (earlier
+    versions of logdens created theirs 755) is made private. Windows has ACLs,
+    not owners and modes: nothing is checked there.
+    """
+    if not hasattr(os, "geteuid"):
+        return
+    info = os.stat(path)
+    uid, mode = os.geteuid(), stat.S_IMODE(info.st_mode)
+    if info.st_uid != uid:
+        raise CacheDirectoryError(
+            f"logdens cache directory {path} is owned by uid {info.st_uid}, not by you (uid {uid}): "
+            "its owner could plant code that logdens would run. Set LOGDENS_CACHE_DIR (or pass "
+            "cache_dir=) to a directory of your own; logdens creates it with mode 700.")
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheDirectoryError(
+            f"logdens cache directory {path} has mode {mode:o}: other users can write to it, so "
+            "what it holds may have been planted. If it is a logdens cache, delete it (logdens "
+            "recreates it with mode 700); else set LOGDENS_CACHE_DIR (or pass cache_dir=) to a "
+            "directory only you can write.")
+    if mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+def _private_dir(path):
+    """Create ``path`` (mode 700) if missing; check it and numba's ``__pycache__`` in it."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    _check_private(path)
+    pycache = os.path.join(path, "__pycache__")
+    if os.path.isdir(pycache):  # numba creates it on its first save
+        _check_private(pycache)
+
+
+@functools.cache
+def _temporary_dir():
+    """This process's private fallback directory (``mkdtemp``: mode 700), made
+    on first need and removed at exit."""
+    path = tempfile.mkdtemp(prefix="logdens-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
 
 
@@ -48,23 +136,91 @@ def key(source):
     return h.hexdigest()[:24]
 
 
-def load(source, directory=None):
-    """Import the generated module for ``source``, writing it to the cache first if needed."""
-    k = key(source)
-    if k in _LOADED:
-        return _LOADED[k]
-    path = os.path.join(cache_dir(directory), f"logdens_{k}.py")
-    if not os.path.exists(path):
-        # Write then rename: a process reading the file never sees half of it,
-        # and an existing file is never rewritten (numba's cache checks its mtime).
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
+def _read(path):
+    """The bytes of ``path``, or None if there is no such file."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _write_atomic(path, data):
+    """Write ``data`` to ``path`` through a temporary file renamed over it;
+    on any failure the temporary file is removed and the error raised."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def _entry(directory, k, source):
+    """The path of the entry for ``source`` in ``directory``, checked to hold
+    exactly ``source``: written if missing, replaced if it differs."""
+    _private_dir(directory)
+    path = os.path.join(directory, f"logdens_{k}.py")
+    data = source.encode()
+    if _read(path) != data:  # missing, truncated, edited or planted
+        _write_atomic(path, data)
+    return path
+
+
+def _usable_entry(directory, k, source):
+    """``_entry`` in ``directory``, or in the fallback directory when
+    ``directory`` cannot be written or read (warning once per directory)."""
+    requested = configured_dir(directory)
+    if requested in _FALLBACK:
+        return _entry(_FALLBACK[requested], k, source)
+    try:
+        return _entry(requested, k, source)
+    except CacheDirectoryError:
+        raise
+    except OSError as error:
+        fallback = _temporary_dir()
+        # stacklevel 5: the user's line calling Model.compile (via compile_model and load)
+        warnings.warn(f"logdens cache directory {requested} cannot be used ({error}); this process "
+                      f"compiles into the private temporary directory {fallback} instead", stacklevel=5)
+        _FALLBACK[requested] = fallback
+        return _entry(fallback, k, source)
+
+
+def _remove_entry(path, k):
+    """Remove the entry at ``path`` and what numba saved for it in ``__pycache__``."""
+    pycache = os.path.join(os.path.dirname(path), "__pycache__")
+    for name in [path] + glob.glob(os.path.join(pycache, f"logdens_{k}.*")):
+        with contextlib.suppress(OSError):
+            os.remove(name)
+
+
+def _execute(source, k, path):
+    """Run ``source`` as the module of the file ``path`` (which holds the same text).
+
+    If it fails (numba compiles ``logp_grad`` here), the entry is removed,
+    so that the failure is not cached, and the error raised.
+    """
     name = f"logdens_generated_{k}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType(name)
+    module.__file__ = path
     sys.modules[name] = module
-    spec.loader.exec_module(module)
-    _LOADED[k] = module
+    try:
+        exec(compile(source, path, "exec"), module.__dict__)
+    except Exception:
+        del sys.modules[name]
+        _remove_entry(path, k)
+        raise
     return module
+
+
+def load(source, directory=None):
+    """The generated module for ``source``, through the cache in ``directory``
+    (default: ``configured_dir()``), writing or repairing its entry first."""
+    k = key(source)
+    if k not in _LOADED:
+        _LOADED[k] = _execute(source, k, _usable_entry(directory, k, source))
+    return _LOADED[k]
