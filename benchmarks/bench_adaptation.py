@@ -108,8 +108,9 @@ def run_logdens(density, seed, tune, draws, metric, fixed=None):
 
 def _continue(entry, states, iconf, fconf, draws):
     """Run ``draws`` more transitions of already started chains (no warmup)."""
-    from logdens.samplers.kernel import DENSE, KIND, STAT_NAMES, chunk_runner
+    from logdens.samplers.kernel import DENSE, KIND, MAX_DEPTH, STAT_NAMES, advance, chunk_runner
     from logdens.samplers.runner import ChainsResult
+    from logdens.samplers.trajectory import make_work
 
     dim = states[0].q.shape[0]
     out_d = np.zeros((len(states), draws + 1, dim))
@@ -118,10 +119,8 @@ def _continue(entry, states, iconf, fconf, draws):
     run_chunk = chunk_runner(iconf[KIND], iconf[DENSE])
     for c, s in enumerate(states):
         # start = 1 skips the step-size heuristic run at iteration 0.
-        run_chunk(entry.function, entry.fdata, entry.idata, s.q, s.grad, s.scalars, s.rng,
-                  s.metric.inv_diag, s.metric.inv_dense, s.metric.momentum_factor,
-                  s.metric.dense, s.wf_n, s.wf_mean, s.wf_m2_diag, s.wf_m2_dense,
-                  no, no, iconf, fconf, 1, draws + 1, out_d[c], out_s[c])
+        advance(run_chunk, entry, s, make_work(dim, int(iconf[MAX_DEPTH])), (no, no),
+                iconf, fconf, 1, draws + 1, out_d[c], out_s[c])
     return ChainsResult(out_d[:, 1:], out_s[:, 1:], draws, False)
 
 

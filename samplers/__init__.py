@@ -13,9 +13,10 @@ Examples
 from .diagnostics import SamplerWarning
 from .laplace import HessianError, laplace
 from .optimize import MapResult, find_map
+from .output import pointwise_log_likelihood
 from .protocol import ENTRY_SIGNATURE, ENTRY_TYPE, LogDensity, NumbaEntry
 from .sample import hmc, nuts
 
-__all__ = ["nuts", "hmc", "find_map", "laplace", "LogDensity", "NumbaEntry",
-           "ENTRY_SIGNATURE", "ENTRY_TYPE", "MapResult", "HessianError",
+__all__ = ["nuts", "hmc", "find_map", "laplace", "pointwise_log_likelihood", "LogDensity",
+           "NumbaEntry", "ENTRY_SIGNATURE", "ENTRY_TYPE", "MapResult", "HessianError",
            "SamplerWarning"]

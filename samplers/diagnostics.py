@@ -1,10 +1,9 @@
 """Warnings after sampling: divergences, tree depth, E-BFMI, R-hat, ESS.
 
-Each problem gives one :class:`SamplerWarning` with its numbers, issued once
-at the end of a run (thresholds as in Stan and ArviZ).
+Each problem gives one message with its numbers (:func:`sampler_warnings`),
+which the runners issue as one :class:`SamplerWarning` each at the end of a
+run (thresholds as in Stan and ArviZ).
 """
-
-import warnings
 
 import numpy as np
 from scipy.special import ndtri
@@ -207,9 +206,3 @@ def sampler_warnings(idata, max_depth):
     if n_draws == 0:
         return []
     return _sampler_messages(stats, max_depth) + _convergence_messages(idata, chains, n_draws)
-
-
-def warn_sampler(idata, max_depth):
-    """Issue one :class:`SamplerWarning` per problem found by :func:`sampler_warnings`."""
-    for msg in sampler_warnings(idata, max_depth):
-        warnings.warn(msg, SamplerWarning, stacklevel=4)

@@ -27,13 +27,14 @@ _LOCK = threading.Lock()
 
 
 def _call_python(key, theta, grad):
-    """Evaluate the registered log density; NaN is reported as -inf."""
+    """Evaluate the registered log density; a value that is not finite (NaN,
+    or ``+inf`` from a faulty density) is reported as ``-inf``: a rejected
+    point, whose gradient is not read."""
     value, gradient = _REGISTRY[int(key)].log_density_gradient(np.array(theta))
     value = float(value)
-    if math.isnan(value):
-        value = -math.inf
-    if math.isfinite(value):
-        grad[:] = gradient
+    if not math.isfinite(value):
+        return -math.inf
+    grad[:] = gradient
     return value
 
 

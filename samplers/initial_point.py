@@ -62,7 +62,8 @@ def find_initial_point(entry, dim, rng, init=None):
     if init is not None:
         value, grad = evaluate(entry, init)
         if not _is_usable(value, grad):
-            raise ValueError(f"init gives log density {value} or a non-finite gradient")
+            raise ValueError(f"init={np.asarray(init).tolist()} gives log density {value} "
+                             "or a non-finite gradient; both must be finite")
         return np.array(init, dtype=np.float64), value, grad
     for _ in range(MAX_TRIES):
         theta = rng.uniform(-INIT_RADIUS, INIT_RADIUS, size=dim)

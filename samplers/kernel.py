@@ -9,7 +9,9 @@ with no recompilation, and cached on disk.  It runs iterations
 step-size and metric adaptation, and writes the draw and its statistics to
 row ``it`` of the output arrays.  All state that
 survives between chunks lives in the chain's arrays (:class:`ChainState`), so
-a chain can be run in pieces for the progress bar and Ctrl-C.
+a chain can be run in pieces for the progress bar and Ctrl-C.  The loop
+allocates nothing (workspaces come from Python), so it is compiled without
+numba's reference counting.
 """
 
 import functools
@@ -25,13 +27,13 @@ from .mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
     welford_diag_final, welford_diag_init, welford_diag_update)
-from .metric import Metric, set_inverse_metric_dense, set_inverse_metric_diag
+from .metric import Metric, set_inverse_metric_dense
 from .protocol import ENTRY_TYPE
 from .static_hmc import hmc_transition
 from .step_size import (
     DualAveragingState, dual_averaging_final, dual_averaging_init,
     dual_averaging_update, find_reasonable_step_size)
-from .trajectory import make_work, nuts_transition
+from .trajectory import TreeWork, nuts_transition
 
 #: Hash of this package's sources: part of numba's cache key of the runners.
 SOURCE_HASH = source_hash(Path(__file__).parent)
@@ -63,6 +65,8 @@ class ChainState(NamedTuple):
         Samples in the current metric window.
     wf_mean, wf_m2_diag, wf_m2_dense : ndarray
         Welford buffers (the dense one is (1, 1) for a diagonal metric).
+    wf_cov : ndarray, shape (dim, dim) or (1, 1)
+        Workspace for the covariance estimate of a dense metric.
     """
 
     q: np.ndarray
@@ -74,25 +78,29 @@ class ChainState(NamedTuple):
     wf_mean: np.ndarray
     wf_m2_diag: np.ndarray
     wf_m2_dense: np.ndarray
+    wf_cov: np.ndarray
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def _install_diag(metric, wf):
     """End of a slow window: install the regularized variances; restart Welford."""
-    var = regularize_variance(welford_diag_final(wf), float(wf.n))
-    set_inverse_metric_diag(metric, var)
+    welford_diag_final(wf, metric.inv_diag)
+    regularize_variance(metric.inv_diag, float(wf.n))
     return welford_diag_init(wf.mean, wf.m2)
 
 
-@njit(nogil=True)
-def _install_dense(metric, wf):
+@njit(nogil=True, _nrt=False)
+def _install_dense(metric, wf, cov):
     """End of a slow window: install the regularized covariance; restart Welford.
 
-    A covariance that is not numerically positive definite leaves the old
-    metric in place (see :func:`samplers.metric.set_inverse_metric_dense`).
+    ``cov`` is a workspace; Welford's ``m2`` holds the Cholesky factor (it is
+    reset right after).  A covariance that is not numerically positive
+    definite leaves the old metric in place (see
+    :func:`samplers.metric.set_inverse_metric_dense`).
     """
-    cov = regularize_covariance(welford_dense_final(wf), float(wf.n))
-    set_inverse_metric_dense(metric, cov)
+    welford_dense_final(wf, cov)
+    regularize_covariance(cov, float(wf.n))
+    set_inverse_metric_dense(metric, cov, wf.m2)
     return welford_dense_init(wf.mean, wf.m2)
 
 
@@ -110,7 +118,7 @@ def _record(it, q, lp, eps, info, draws, stats):
     stats[it, 7] = info.energy_error
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def start_adaptation(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     """Stan's start of warmup: the step-size heuristic from ``eps``, and dual
     averaging around ``mu = log(10 eps)`` of the *given* step size.
@@ -140,11 +148,12 @@ def _make_run_chunk(kind, dense):
     sources = SOURCE_HASH
 
     def run_chunk(f, fdata, idata, q, g, sc, rng, inv_diag, inv_dense, momentum_factor,
-                  dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, in_window,
-                  window_end, iconf, fconf, start, stop, draws, stats):
+                  dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, wf_cov, ends, end_lp,
+                  slots, slot_scalars, traj, interrupt, in_window, window_end, iconf, fconf,
+                  start, stop, draws, stats):
         sources  # noqa: B018  (a closure variable, so part of the cache key)
         metric = Metric(inv_diag, inv_dense, momentum_factor, dense_flag)
-        work = make_work(q.shape[0], max(iconf[MAX_DEPTH], 1))
+        work = TreeWork(ends, end_lp, slots, slot_scalars, traj, interrupt)
         da = DualAveragingState(sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X])
         if dense:
             wf = WelfordDense(wf_n[0], wf_mean, wf_m2_dense)
@@ -153,6 +162,7 @@ def _make_run_chunk(kind, dense):
         lp, eps = sc[LP], sc[STEP]
         if start == 0:
             eps, da = start_adaptation(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+        end = stop
         for it in range(start, stop):
             if is_nuts:
                 lp, info = nuts_transition(f, fdata, idata, metric, eps, iconf[MAX_DEPTH],
@@ -160,6 +170,9 @@ def _make_run_chunk(kind, dense):
             else:
                 lp, info = hmc_transition(f, fdata, idata, metric, eps, iconf[NUM_STEPS],
                                           fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
+            if interrupt[0] != 0:  # the transition may have been cut short: drop it
+                end = it
+                break
             _record(it, q, lp, eps, info, draws, stats)
             if it >= iconf[N_TUNE]:
                 continue
@@ -173,7 +186,7 @@ def _make_run_chunk(kind, dense):
                     wf = welford_diag_update(wf, q)
             if window_end[it]:
                 if dense:
-                    wf = _install_dense(metric, wf)
+                    wf = _install_dense(metric, wf, wf_cov)
                 else:
                     wf = _install_diag(metric, wf)
                 eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
@@ -183,20 +196,23 @@ def _make_run_chunk(kind, dense):
         sc[LP], sc[STEP] = lp, eps
         sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X] = da
         wf_n[0] = wf.n
+        return end
 
     return run_chunk
 
 
 _F1 = types.float64[::1]
 _F2 = types.float64[:, ::1]
+_F3 = types.float64[:, :, ::1]
 _B1 = types.boolean[::1]
 _I1 = types.int64[::1]
 
-_CHUNK_SIGNATURE = types.void(
+_CHUNK_SIGNATURE = types.int64(
     ENTRY_TYPE, _F1, _I1,                      # model entry
     _F1, _F1, _F1, types.uint64[::1],          # q, grad, scalars, rng
     _F1, _F2, _F2, types.boolean,              # metric
-    _I1, _F1, _F1, _F2,                        # Welford buffers
+    _I1, _F1, _F1, _F2, _F2,                   # Welford buffers, covariance workspace
+    _F3, _F1, _F3, _F2, _F2, _I1,              # TreeWork (interrupt flag last)
     _B1, _B1, _I1, _F1,                        # schedule, configuration
     types.int64, types.int64, _F2, _F2,        # start, stop, outputs
 )
@@ -212,10 +228,45 @@ def chunk_runner(kind, dense):
     explicit signature over the first-class function type of the model
     entry, so every model shares it.  Arguments, flat: the model entry, the
     fields of :class:`ChainState` (the metric's four in place of ``metric``),
-    the two schedule arrays, the integer and float configuration, ``start``,
-    ``stop`` and the output arrays (:data:`_CHUNK_SIGNATURE`).  It runs
-    iterations ``start .. stop - 1`` and releases the GIL, so chains run in
-    parallel on threads.  Call it once from one thread before starting others.
+    those of :class:`samplers.trajectory.TreeWork`, the two schedule arrays,
+    the integer and float configuration, ``start``, ``stop`` and the output
+    arrays (:data:`_CHUNK_SIGNATURE`; :func:`advance` spreads them).  It runs
+    iterations ``start .. stop - 1`` and returns the index after the last
+    one it recorded: ``stop``, or less when the interrupt flag was set (the
+    transition it cut short is dropped).  It releases the GIL, so chains run
+    in parallel on threads.  Call it once from one thread before starting
+    others.
     """
-    return njit(_CHUNK_SIGNATURE, cache=True, nogil=True)(
+    return njit(_CHUNK_SIGNATURE, cache=True, nogil=True, _nrt=False)(
         _make_run_chunk(int(kind), bool(dense)))
+
+
+def advance(run_chunk, entry, state, work, schedule, iconf, fconf, start, stop, draws, stats):
+    """Run iterations ``start .. stop - 1`` of one chain with a compiled runner.
+
+    Parameters
+    ----------
+    run_chunk : the result of :func:`chunk_runner`
+    entry : NumbaEntry
+    state : ChainState
+        Advanced in place.
+    work : TreeWork
+        The chain's trajectory workspace and the shared interrupt flag.
+    schedule : tuple of two bool arrays
+        From :func:`samplers.mass_matrix.warmup_schedule`.
+    iconf, fconf : ndarray
+    start, stop : int
+    draws, stats : ndarray
+        The chain's output rows (written at rows ``start ..``).
+
+    Returns
+    -------
+    int
+        The index after the last recorded iteration.
+    """
+    m = state.metric
+    return run_chunk(entry.function, entry.fdata, entry.idata, state.q, state.grad,
+                     state.scalars, state.rng, m.inv_diag, m.inv_dense, m.momentum_factor,
+                     m.dense, state.wf_n, state.wf_mean, state.wf_m2_diag, state.wf_m2_dense,
+                     state.wf_cov, *work, schedule[0], schedule[1], iconf, fconf, start, stop,
+                     draws, stats)

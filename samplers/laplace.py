@@ -9,7 +9,7 @@ from .external import external_entry
 from .initial_point import evaluate
 from .optimize import find_map
 from .output import draws_groups
-from .protocol import numba_entry, resolve
+from .protocol import dimension, numba_entry, resolve
 
 
 class HessianError(ValueError):
@@ -83,6 +83,7 @@ def laplace(model, draws=1000, seed=0, init=None, num_starts=1):
         When the Hessian at the mode is not negative definite.
     """
     log_density = resolve(model)
+    dimension(log_density)  # a ValueError, before any work, for a model with no parameters
     fit = find_map(log_density, seed=seed, init=init, num_starts=num_starts, jacobian=True)
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)

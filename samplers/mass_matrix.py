@@ -2,7 +2,8 @@
 
 Welford's online mean and (co)variance as ``(init, update, final)`` triples
 over NamedTuple states (the arrays are updated in place, the count is
-returned in a new state), Stan's regularization toward ``1e-3 I``, and the
+returned in a new state; ``final`` writes into a given array: the compiled
+sampler never allocates), Stan's regularization toward ``1e-3 I``, and the
 warmup windows of Stan's ``windowed_adaptation``: an initial fast buffer of
 75 iterations, slow windows starting at 25 and doubling, a terminal fast
 buffer of 50 (Stan reference manual, "HMC algorithm parameters").
@@ -35,15 +36,16 @@ class WelfordDense(NamedTuple):
     m2: np.ndarray
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def welford_diag_init(mean, m2):
     """Reset the given buffers and return an empty diagonal estimator."""
-    mean[:] = 0.0
-    m2[:] = 0.0
+    for i in range(mean.shape[0]):
+        mean[i] = 0.0
+        m2[i] = 0.0
     return WelfordDiag(0, mean, m2)
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def welford_diag_update(state, x):
     """Add one sample ``x``; buffers are updated in place."""
     n = state.n + 1
@@ -54,54 +56,66 @@ def welford_diag_update(state, x):
     return WelfordDiag(n, state.mean, state.m2)
 
 
-@njit(nogil=True)
-def welford_diag_final(state):
-    """Return the sample variance (denominator ``n - 1``)."""
-    return state.m2 / (state.n - 1.0)
+@njit(nogil=True, _nrt=False)
+def welford_diag_final(state, out):
+    """Write the sample variance (denominator ``n - 1``) into ``out``."""
+    for i in range(out.shape[0]):
+        out[i] = state.m2[i] / (state.n - 1.0)
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def welford_dense_init(mean, m2):
     """Reset the given buffers and return an empty dense estimator."""
-    mean[:] = 0.0
-    m2[:, :] = 0.0
+    for i in range(mean.shape[0]):
+        mean[i] = 0.0
+        for j in range(mean.shape[0]):
+            m2[i, j] = 0.0
     return WelfordDense(0, mean, m2)
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def welford_dense_update(state, x):
-    """Add one sample ``x``: ``m2 += (x - mean_old)(x - mean_new)'``."""
+    """Add one sample ``x``: ``m2 += (n - 1)/n (x - mean_old)(x - mean_old)'``.
+
+    The same update as ``(x - mean_old)(x - mean_new)'``, written with the
+    old mean only so that it needs no buffer for ``x - mean_old``.
+    """
     n = state.n + 1
     dim = x.shape[0]
-    delta = x - state.mean
+    scale = (n - 1.0) / n
     for i in range(dim):
-        state.mean[i] += delta[i] / n
-    for i in range(dim):
+        d_i = scale * (x[i] - state.mean[i])
         for j in range(dim):
-            state.m2[i, j] += delta[i] * (x[j] - state.mean[j])
+            state.m2[i, j] += d_i * (x[j] - state.mean[j])
+    for i in range(dim):
+        state.mean[i] += (x[i] - state.mean[i]) / n
     return WelfordDense(n, state.mean, state.m2)
 
 
-@njit(nogil=True)
-def welford_dense_final(state):
-    """Return the sample covariance (denominator ``n - 1``), symmetrized."""
-    cov = state.m2 / (state.n - 1.0)
-    return 0.5 * (cov + cov.T)
+@njit(nogil=True, _nrt=False)
+def welford_dense_final(state, out):
+    """Write the sample covariance (denominator ``n - 1``), symmetrized, into ``out``."""
+    dim = out.shape[0]
+    for i in range(dim):
+        for j in range(dim):
+            out[i, j] = 0.5 * (state.m2[i, j] + state.m2[j, i]) / (state.n - 1.0)
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def regularize_variance(var, n):
-    """Stan's shrinkage: ``(n / (n + 5)) var + 1e-3 (5 / (n + 5))``."""
-    return (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
+    """Stan's shrinkage, in place: ``var <- (n / (n + 5)) var + 1e-3 (5 / (n + 5))``."""
+    for i in range(var.shape[0]):
+        var[i] = (n / (n + 5.0)) * var[i] + 1e-3 * (5.0 / (n + 5.0))
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def regularize_covariance(cov, n):
-    """Stan's shrinkage toward the identity: ``(n/(n+5)) cov + 1e-3 (5/(n+5)) I``."""
-    out = (n / (n + 5.0)) * cov
+    """Stan's shrinkage toward the identity, in place:
+    ``cov <- (n/(n+5)) cov + 1e-3 (5/(n+5)) I``."""
     for i in range(cov.shape[0]):
-        out[i, i] += 1e-3 * (5.0 / (n + 5.0))
-    return out
+        for j in range(cov.shape[0]):
+            cov[i, j] *= n / (n + 5.0)
+        cov[i, i] += 1e-3 * (5.0 / (n + 5.0))
 
 
 def warmup_schedule(tune, init_buffer=INIT_BUFFER, term_buffer=TERM_BUFFER,

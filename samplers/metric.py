@@ -96,25 +96,22 @@ def sample_momentum(metric, rng, out):
 
 @njit(nogil=True, _nrt=False)
 def hamiltonian(log_density, p, v):
-    """Return ``H = -log_density + p.v / 2`` (``v = M^{-1} p``); NaN becomes inf.
+    """Return ``H = -log_density + p.v / 2`` (``v = M^{-1} p``); ``+inf`` at a
+    rejected point.
 
-    The only place energy is computed.  A NaN energy (from a point outside
-    the support) is mapped to ``+inf`` so it counts as a divergence.
+    The only place energy is computed.  A log density that is not finite
+    (``-inf`` outside the support, but also ``+inf`` or NaN from a faulty
+    density) gives ``H = +inf``: the point has zero weight and counts as a
+    divergence.  Taken at face value, ``+inf`` would give ``H = -inf``,
+    infinite weight, and the chain would never leave the point.
     """
     kinetic = 0.0
     for i in range(p.shape[0]):
         kinetic += p[i] * v[i]
     h = -log_density + 0.5 * kinetic
-    if np.isnan(h):
+    if not h > -np.inf:  # NaN, or -inf from a log density of +inf
         return np.inf
     return h
-
-
-@njit(nogil=True, _nrt=False)
-def set_inverse_metric_diag(metric, var):
-    """Install a new diagonal ``M^{-1}`` (a variance vector) in place."""
-    for i in range(var.shape[0]):  # loops, not slices: see set_inverse_metric_dense
-        metric.inv_diag[i] = var[i]
 
 
 @njit(nogil=True, _nrt=False)
@@ -158,18 +155,19 @@ def inverse_transpose_lower(chol, out):
             out[j, i] = -s / chol[i, i]
 
 
-@njit(nogil=True)
-def set_inverse_metric_dense(metric, cov):
+@njit(nogil=True, _nrt=False)
+def set_inverse_metric_dense(metric, cov, chol):
     """Install a new dense ``M^{-1}`` in place and recompute the momentum factor.
 
-    Returns False, keeping the old metric, when ``cov`` is not numerically
-    positive definite (Stan's regularized estimate always is in exact
-    arithmetic).  Written with loops rather than ``np.linalg`` and slice
-    assignment: those pull LAPACK wrappers and shape-error formatting into
-    the compiled kernel, several seconds of its cold compilation.
+    ``chol`` is a (dim, dim) workspace for the Cholesky factor (the sampler
+    never allocates).  Returns False, keeping the old metric, when ``cov``
+    is not numerically positive definite (Stan's regularized estimate always
+    is in exact arithmetic).  Written with loops rather than ``np.linalg``
+    and slice assignment: those pull LAPACK wrappers and shape-error
+    formatting into the compiled kernel, several seconds of its cold
+    compilation.
     """
     n = cov.shape[0]
-    chol = np.empty((n, n))
     if not cholesky_lower(cov, chol):
         return False
     for i in range(n):

@@ -5,15 +5,26 @@ the log density has ``constrain``, else the unconstrained vector ``theta``),
 ``sample_stats``, ``log_likelihood`` (per observation, when the log density
 has ``pointwise_log_likelihood``), ``observed_data`` and, on request,
 ``warmup_posterior`` / ``warmup_sample_stats`` / ``warmup_log_likelihood``.
+
+Building the output never loses the draws: a part that fails (an error in
+``constrain`` or in the log-likelihood, a Ctrl-C while it is computed) or
+that would be too large (the log-likelihood above a size limit) is left out,
+and :func:`to_datatree` says what is missing and why.
+:func:`pointwise_log_likelihood` computes a left-out log-likelihood later,
+for as many draws at a time as memory allows.
 """
 
 import numpy as np
-from arviz_base import from_dict
+from arviz_base import dict_to_dataset, from_dict
 
+from .interrupt import Interrupt
 from .kernel import STAT_NAMES
+from .protocol import resolve
 
 _INT_STATS = ("tree_depth", "n_steps")
 _BOOL_STATS = ("diverging",)
+#: Bytes per stored log-likelihood value (float64).
+_BYTES = 8
 
 
 def _stack_dicts(log_density, method, draws):
@@ -44,6 +55,21 @@ def _stack_dicts(log_density, method, draws):
     return out
 
 
+def _theta_dict(log_density, draws):
+    """The unconstrained draws as ``theta``, with coordinate names when the log
+    density gives ``dim`` of them."""
+    names = getattr(log_density, "param_unc_names", None)
+    if not callable(names):
+        return {"theta": draws}, {}, {}
+    try:
+        names = [str(n) for n in names()]
+    except Exception:  # names are a nicety; the draws must come back
+        return {"theta": draws}, {}, {}
+    if len(names) != draws.shape[2]:
+        return {"theta": draws}, {}, {}
+    return {"theta": draws}, {"theta_dim_0": names}, {"theta": ["theta_dim_0"]}
+
+
 def posterior_dict(log_density, draws):
     """Posterior variables of unconstrained ``draws`` of shape (chains, n, dim).
 
@@ -57,12 +83,7 @@ def posterior_dict(log_density, draws):
     """
     if hasattr(log_density, "constrain"):
         return _stack_dicts(log_density, "constrain", draws), {}, {}
-    coords, dims = {}, {}
-    names = getattr(log_density, "param_unc_names", None)
-    if callable(names):
-        coords = {"theta_dim_0": list(names())}
-        dims = {"theta": ["theta_dim_0"]}
-    return {"theta": draws}, coords, dims
+    return _theta_dict(log_density, draws)
 
 
 def stats_dict(stats, max_depth):
@@ -106,15 +127,87 @@ def draws_groups(log_density, draws, prefix="", log_likelihood=True):
     return groups, coords, dims
 
 
-def _groups(log_density, draws, stats, max_depth, prefix, log_likelihood):
-    groups, coords, dims = draws_groups(log_density, draws, prefix, log_likelihood)
-    groups[prefix + "sample_stats"] = stats_dict(stats, max_depth)
+def check_outputs(log_density, theta, log_likelihood=True):
+    """Evaluate the methods the output will call, once at ``theta``, so that
+    their errors show before sampling rather than after it.
+
+    The batch methods are the ones used when present.  An error is raised
+    as it is, with a note saying where it came from.
+    """
+    methods = ["constrain"]
+    if log_likelihood:
+        methods.append("pointwise_log_likelihood")
+    draws = np.asarray(theta, dtype=np.float64).reshape(1, 1, -1)
+    for method in methods:
+        if hasattr(log_density, method):
+            try:
+                _stack_dicts(log_density, method, draws)
+            except Exception as err:
+                if hasattr(err, "add_note"):  # Python >= 3.11
+                    err.add_note(f"(raised by {method} at the initial point, before sampling)")
+                raise
+
+
+def observations_per_draw(log_density, point):
+    """Number of pointwise log-likelihood values per draw (one evaluation at ``point``)."""
+    return sum(np.size(v) for v in log_density.pointwise_log_likelihood(point).values())
+
+
+def _format_bytes(n):
+    """``n`` bytes as ``"6.4 kB"``, ``"32 GB"``."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def _log_likelihood_groups(log_density, parts, max_bytes, interrupt, missing):
+    """The ``log_likelihood`` groups of ``parts`` (prefix -> draws), or none
+    (reason in ``missing``) when they fail or would take more than ``max_bytes``."""
+    chains = parts[""].shape[0]
+    n = sum(d.shape[1] for d in parts.values())
+    if n == 0:
+        return {}
+    point = next(d[0, 0] for d in parts.values() if d.shape[1])
+    n_obs = interrupt.optional("log_likelihood",
+                               lambda: observations_per_draw(log_density, point), missing)
+    if n_obs is None:
+        return {}
+    n_bytes = chains * n * n_obs * _BYTES
+    if max_bytes is not None and n_bytes > max_bytes:
+        missing.append(
+            f"log_likelihood ({chains} chains x {n} draws x {n_obs} observations x "
+            f"{_BYTES} bytes = {_format_bytes(n_bytes)}, above log_likelihood_max_bytes="
+            f"{max_bytes:.3g}; pass a larger log_likelihood_max_bytes (or None), or compute "
+            "it afterwards for some draws at a time with samplers.pointwise_log_likelihood("
+            "model, idata.posterior.isel(draw=slice(0, 100))))")
+        return {}
+    groups = interrupt.optional("log_likelihood", lambda: {
+        prefix + "log_likelihood": _stack_dicts(log_density, "pointwise_log_likelihood", d)
+        for prefix, d in parts.items()}, missing)
+    return groups or {}
+
+
+def _posterior_groups(log_density, parts, interrupt, missing):
+    """``posterior`` groups of ``parts`` (prefix -> draws) and their coords and
+    dims; the unconstrained ``theta`` when ``constrain`` fails."""
+    def constrained():
+        return {prefix: posterior_dict(log_density, d) for prefix, d in parts.items()}
+
+    built = None
+    if hasattr(log_density, "constrain"):
+        built = interrupt.optional("the constrained posterior (it holds the unconstrained "
+                                   "draws as theta instead)", constrained, missing)
+    if built is None:
+        built = {prefix: _theta_dict(log_density, d) for prefix, d in parts.items()}
+    groups = {prefix + "posterior": v for prefix, (v, _, _) in built.items()}
+    _, coords, dims = built[""]
     return groups, coords, dims
 
 
 def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs=None,
-                log_likelihood=True):
-    """Build the DataTree of a sampler run.
+                log_likelihood=True, log_likelihood_max_bytes=None, interrupt=None):
+    """Build the DataTree of a sampler run; parts that fail are left out.
 
     Parameters
     ----------
@@ -131,20 +224,103 @@ def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs
         Attributes of the posterior group (sampler settings).
     log_likelihood : bool
         Add the ``log_likelihood`` groups when the log density provides them.
+    log_likelihood_max_bytes : float, optional
+        Leave the log-likelihood out when it would take more memory (chains
+        x draws x observations x 8 bytes); None: no limit.
+    interrupt : Interrupt, optional
+        Whose Ctrl-C handler may cut the optional parts short.
 
     Returns
     -------
-    xarray.DataTree
+    idata : xarray.DataTree
+    missing : list of str
+        The parts left out, each with its reason (empty when complete).
     """
+    interrupt = Interrupt() if interrupt is None else interrupt
+    missing = []
     n_warm = min(n_tune, draws.shape[1])
-    groups, coords, dims = _groups(log_density, draws[:, n_warm:], stats[:, n_warm:],
-                                   max_depth, "", log_likelihood)
+    parts = {"": draws[:, n_warm:]}
     if save_warmup and n_warm > 0:
-        warm, _, _ = _groups(log_density, draws[:, :n_warm], stats[:, :n_warm],
-                             max_depth, "warmup_", log_likelihood)
-        groups.update(warm)
+        parts["warmup_"] = draws[:, :n_warm]
+    groups, coords, dims = _posterior_groups(log_density, parts, interrupt, missing)
+    if log_likelihood and hasattr(log_density, "pointwise_log_likelihood"):
+        groups.update(_log_likelihood_groups(log_density, parts, log_likelihood_max_bytes,
+                                             interrupt, missing))
+    groups["sample_stats"] = stats_dict(stats[:, n_warm:], max_depth)
+    if "warmup_" in parts:
+        groups["warmup_sample_stats"] = stats_dict(stats[:, :n_warm], max_depth)
     if hasattr(log_density, "observed_data"):
-        groups["observed_data"] = {k: np.asarray(v) for k, v in log_density.observed_data().items()}
+        observed = interrupt.optional("observed_data", lambda: {
+            k: np.asarray(v) for k, v in log_density.observed_data().items()}, missing)
+        if observed is not None:
+            groups["observed_data"] = observed
     group_attrs = {"posterior": dict(attrs or {}), "sample_stats": dict(attrs or {})}
-    return from_dict(groups, coords=coords or None, dims=dims or None,
-                     save_warmup=bool(save_warmup), attrs=group_attrs)
+    return _from_dict(groups, coords, dims, save_warmup, group_attrs, log_density, parts,
+                      missing), missing
+
+
+def _from_dict(groups, coords, dims, save_warmup, attrs, log_density, parts, missing):
+    """``arviz_base.from_dict``; when it rejects the groups, the draws alone
+    (unconstrained posterior and sample statistics)."""
+    try:
+        return from_dict(groups, coords=coords or None, dims=dims or None,
+                         save_warmup=bool(save_warmup), attrs=attrs)
+    except Exception as err:
+        missing.append(f"every group but the unconstrained posterior and sample_stats "
+                       f"(building the DataTree failed: {type(err).__name__}: {err})")
+    minimal = {k: v for k, v in groups.items() if k.endswith("sample_stats")}
+    for prefix, d in parts.items():
+        minimal[prefix + "posterior"], coords, dims = _theta_dict(log_density, d)
+    return from_dict(minimal, coords=coords or None, dims=dims or None,
+                     save_warmup=bool(save_warmup), attrs=attrs)
+
+
+def pointwise_log_likelihood(model, posterior):
+    """The ``log_likelihood`` group of posterior draws, computed after sampling.
+
+    For runs whose log-likelihood was left out (too large to hold at once,
+    or interrupted): call it on as many draws at a time as memory allows.
+
+    Parameters
+    ----------
+    model : LogDensity or model
+        The one that was sampled.  It needs ``pointwise_log_likelihood`` and,
+        when the posterior holds constrained values, ``unconstrain(values)``
+        (a dict of constrained values by name to ``theta``).
+    posterior : xarray.Dataset
+        Posterior draws with dims (chain, draw, ...), e.g.
+        ``idata.posterior.isel(draw=slice(0, 100))``.
+
+    Returns
+    -------
+    xarray.Dataset
+        One variable per observed term, dims (chain, draw, observation), with
+        the coordinates of ``posterior``.
+
+    Examples
+    --------
+    >>> ll = samplers.pointwise_log_likelihood(
+    ...     model, idata.posterior.isel(draw=slice(0, 100)))  # doctest: +SKIP
+    """
+    log_density = resolve(model)
+    thetas = _unconstrain_draws(log_density, posterior)
+    values = _stack_dicts(log_density, "pointwise_log_likelihood", thetas)
+    return dict_to_dataset(values, coords={"chain": posterior["chain"].values,
+                                           "draw": posterior["draw"].values})
+
+
+def _unconstrain_draws(log_density, posterior):
+    """Unconstrained draws (chains, n, dim) of a posterior Dataset."""
+    chains, n = posterior.sizes["chain"], posterior.sizes["draw"]
+    if "theta" in posterior and not hasattr(log_density, "constrain"):
+        return np.asarray(posterior["theta"].transpose("chain", "draw", ...).values,
+                          dtype=np.float64).reshape(chains, n, -1)
+    if not callable(getattr(log_density, "unconstrain", None)):
+        raise TypeError(f"{type(log_density).__name__} has no unconstrain(values): the "
+                        "posterior's constrained values cannot be mapped back to theta")
+    arrays = {k: v.transpose("chain", "draw", ...).values for k, v in posterior.data_vars.items()}
+    thetas = np.empty((chains, n, int(log_density.dim)))
+    for c in range(chains):
+        for i in range(n):
+            thetas[c, i] = log_density.unconstrain({k: a[c, i] for k, a in arrays.items()})
+    return thetas

@@ -79,6 +79,9 @@ class LogDensity(Protocol):
         The observed data, for the ``observed_data`` group.
     param_unconstrain(flat) -> ndarray
         Maps constrained values (flattened) to ``theta``.
+    unconstrain(values) -> ndarray
+        Maps constrained values by name (extra names ignored) to ``theta``;
+        used by :func:`samplers.pointwise_log_likelihood`.
     constrain_batch(thetas), pointwise_log_likelihood_batch(thetas)
         The same for many draws at once (``thetas`` of shape (n, dim); arrays
         with a leading axis of length n).  Used when present: building the
@@ -122,6 +125,24 @@ def resolve(model_or_log_density):
             "`dim` and `log_density_gradient(theta)` (or a `compile()` method)"
         )
     return obj
+
+
+def dimension(log_density):
+    """Return ``log_density.dim`` as an int, at least 1.
+
+    Raises
+    ------
+    ValueError
+        For a log density with no parameters (``dim == 0``): there is
+        nothing to sample or optimize (PyMC refuses such a model too).
+    """
+    dim = int(log_density.dim)
+    if dim < 1:
+        raise ValueError(
+            f"{type(log_density).__name__} has dim={dim}: no parameters to sample or "
+            "optimize; evaluate its log density, deterministics and log-likelihood "
+            "directly at the empty theta (np.zeros(0))")
+    return dim
 
 
 def numba_entry(log_density):

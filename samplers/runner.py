@@ -2,15 +2,15 @@
 
 Each chain advances by calls to the compiled loop of
 :func:`samplers.kernel.chunk_runner` (which releases the GIL).  Between
-chunks the Python side updates a tqdm bar
-(warmup/sampling, draws per second, divergences) and checks for a stop
-request: Ctrl-C in the main thread stops every chain at its next chunk
-boundary and the draws made so far are returned.  Chunking does not change
-results: every chain's state lives in its own arrays and RNG.
+chunks the Python side updates a tqdm bar (warmup/sampling, draws per
+second, divergences).  Ctrl-C in the main thread sets the shared interrupt
+flag (:mod:`samplers.interrupt`), which the compiled trajectory reads after
+every leapfrog step: every chain stops within a step, the transitions cut
+short are dropped, and the draws made so far are returned.  Chunking does
+not change results: every chain's state lives in its own arrays and RNG.
 """
 
 import os
-import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import NamedTuple
@@ -18,7 +18,9 @@ from typing import NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from .kernel import DENSE, KIND, STAT_NAMES, chunk_runner
+from .interrupt import Interrupt
+from .kernel import DENSE, KIND, MAX_DEPTH, STAT_NAMES, advance, chunk_runner
+from .trajectory import make_work
 
 #: Chunks are sized to take about this long, within [1, MAX_CHUNK] transitions.
 CHUNK_SECONDS = 0.2
@@ -52,20 +54,15 @@ def resolve_cores(cores, chains):
     return max(1, min(int(cores), chains))
 
 
-def _run_one(run_chunk, entry, state, schedule, iconf, fconf, draws, stats, done, c, stop):
-    """Advance chain ``c`` chunk by chunk until finished or asked to stop."""
+def _run_one(run_chunk, entry, state, work, schedule, iconf, fconf, draws, stats, done, c):
+    """Advance chain ``c`` chunk by chunk until finished or the interrupt flag is set."""
     n_total = draws.shape[0]
     it, size = 0, 1
-    while it < n_total and not stop.is_set():
+    while it < n_total and work.interrupt[0] == 0:
         n = min(size, n_total - it)
         t0 = time.perf_counter()
-        run_chunk(entry.function, entry.fdata, entry.idata, state.q, state.grad,
-                  state.scalars, state.rng, state.metric.inv_diag,
-                  state.metric.inv_dense, state.metric.momentum_factor,
-                  state.metric.dense, state.wf_n, state.wf_mean, state.wf_m2_diag,
-                  state.wf_m2_dense, schedule[0], schedule[1], iconf, fconf,
-                  it, it + n, draws, stats)
-        it += n
+        it = advance(run_chunk, entry, state, work, schedule, iconf, fconf, it, it + n,
+                     draws, stats)
         done[c] = it
         per_iter = (time.perf_counter() - t0) / n
         size = int(min(MAX_CHUNK, max(1, CHUNK_SECONDS / max(per_iter, 1e-9))))
@@ -79,7 +76,21 @@ def _update_bar(bar, done, stats, n_tune):
     bar.set_postfix_str(f"{phase}, divergences={divergences}", refresh=False)
 
 
-def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, progress):
+def _wait(futures, interrupt, bar, done, stats, n_tune):
+    """Update the bar until every chain has finished; the first failure stops
+    the others and is raised."""
+    pending = futures
+    while pending:
+        _, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
+        _update_bar(bar, done, stats, n_tune)
+        for fut in futures:
+            if fut.done() and fut.exception() is not None:
+                interrupt.stop()
+                raise fut.exception()
+
+
+def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, progress,
+               interrupt=None):
     """Run every chain for ``n_total`` iterations (``n_tune`` of them warmup).
 
     Parameters
@@ -95,38 +106,36 @@ def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, pr
     cores : int
         Threads to use.
     progress : bool
+    interrupt : Interrupt, optional
+        Its flag stops the chains (it is left set on return); its SIGINT
+        handler is installed while the chains run.  A fresh one by default.
 
     Returns
     -------
     ChainsResult
+        ``interrupted`` when the chains stopped early (Ctrl-C); a chain that
+        fails raises its error instead, after the others have stopped.
     """
+    interrupt = Interrupt() if interrupt is None else interrupt
     chains, dim = len(states), states[0].q.shape[0]
     draws = np.zeros((chains, n_total, dim))
     stats = np.full((chains, n_total, len(STAT_NAMES)), np.nan)
     done = np.zeros(chains, dtype=np.int64)
-    stop = threading.Event()
-    interrupted = False
+    works = [make_work(dim, max(int(iconf[MAX_DEPTH]), 1), interrupt.flag) for _ in states]
     bar = tqdm(total=chains * n_total, disable=not progress, unit="draws", smoothing=0.1)
-    run_chunk = chunk_runner(iconf[KIND], iconf[DENSE])  # compiles once, in this thread
-    with ThreadPoolExecutor(max_workers=cores) as pool:
-        futures = [pool.submit(_run_one, run_chunk, entry, states[c], schedule, iconf, fconf,
-                               draws[c], stats[c], done, c, stop)
-                   for c in range(chains)]
-        try:
-            pending = futures
-            while pending:
-                _, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
-                _update_bar(bar, done, stats, n_tune)
-                for fut in futures:
-                    if fut.done() and fut.exception() is not None:
-                        stop.set()
-                        raise fut.exception()
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            wait(futures)
-        finally:
-            stop.set()
-            bar.close()
+    with interrupt.handling_sigint():
+        run_chunk = chunk_runner(iconf[KIND], iconf[DENSE])  # compiles once, in this thread
+        with ThreadPoolExecutor(max_workers=cores) as pool:
+            futures = [pool.submit(_run_one, run_chunk, entry, states[c], works[c], schedule,
+                                   iconf, fconf, draws[c], stats[c], done, c)
+                       for c in range(chains)]
+            try:
+                _wait(futures, interrupt, bar, done, stats, n_tune)
+            except KeyboardInterrupt:  # raised by another handler (or a test)
+                interrupt.stop()
+                wait(futures)
+            finally:
+                interrupt.stop()  # the chains still running stop within a step
+                bar.close()
     n_done = int(done.min())
-    return ChainsResult(draws[:, :n_done], stats[:, :n_done], n_done, interrupted)
+    return ChainsResult(draws[:, :n_done], stats[:, :n_done], n_done, n_done < n_total)

@@ -6,19 +6,22 @@ from contextlib import nullcontext
 import numpy as np
 
 from . import kernel
-from .diagnostics import SamplerWarning, warn_sampler
+from .diagnostics import SamplerWarning, sampler_warnings
 from .external import external_entry
 from .initial_point import find_initial_point, per_chain_inits
+from .interrupt import Interrupt
 from .kernel import ChainState
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from .metric import identity_metric
-from .output import to_datatree
-from .protocol import numba_entry, resolve
+from .output import check_outputs, to_datatree
+from .protocol import dimension, numba_entry, resolve
 from .rng import make_state
 from .runner import resolve_cores, run_chains
 
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0
+#: Default limit on the memory of the ``log_likelihood`` group (1 GB).
+LOG_LIKELIHOOD_MAX_BYTES = 1e9
 
 
 def _chain_state(entry, dim, dense, seed, chain, init):
@@ -30,14 +33,25 @@ def _chain_state(entry, dim, dense, seed, chain, init):
     n = dim if dense else 1
     return ChainState(np.ascontiguousarray(q), grad, scalars, make_state(seed, chain),
                       identity_metric(dim, dense), np.zeros(1, dtype=np.int64),
-                      np.zeros(dim), np.zeros(dim), np.zeros((n, n)))
+                      np.zeros(dim), np.zeros(dim), np.zeros((n, n)), np.zeros((n, n)))
+
+
+def _check_integer(name, value, low):
+    """ValueError naming the argument unless ``value`` is an integer >= ``low``."""
+    try:
+        ok = int(value) == value and value >= low
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}={value!r}; must be an integer >= {low}")
 
 
 def _check_counts(draws, tune, chains, max_treedepth):
-    for name, value, low in (("draws", draws, 0), ("tune", tune, 0), ("chains", chains, 1),
+    # draws >= 1: a run keeps at least one draw (its diagnostics and
+    # log-likelihood need one); warmup alone is tune with no draws to keep.
+    for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1),
                              ("max_treedepth", max_treedepth, 1)):
-        if int(value) != value or value < low:
-            raise ValueError(f"{name}={value}; must be an integer >= {low}")
+        _check_integer(name, value, low)
 
 
 def _config(kind, max_treedepth, num_steps, tune, metric, target_accept):
@@ -57,44 +71,67 @@ def _config(kind, max_treedepth, num_steps, tune, metric, target_accept):
 def _check_windows(windows):
     for name, value, low in zip(("adapt_init_buffer", "adapt_term_buffer", "adapt_window"),
                                 windows, (0, 0, 1)):
-        if int(value) != value or value < low:
-            raise ValueError(f"{name}={value}; must be an integer >= {low}")
+        _check_integer(name, value, low)
+
+
+def _check_max_bytes(max_bytes):
+    if max_bytes is not None and not max_bytes >= 0:
+        raise ValueError(f"log_likelihood_max_bytes={max_bytes!r}; must be >= 0 or None")
 
 
 def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth,
             num_steps, metric, init, progress, cores, save_warmup, log_likelihood,
-            windows):
+            log_likelihood_max_bytes, windows):
+    """Validate everything, sample, then build the output (which never loses the draws)."""
     _check_counts(draws, tune, chains, max_treedepth)
     _check_windows(windows)
+    _check_max_bytes(log_likelihood_max_bytes)
     log_density = resolve(model)
-    dim = int(log_density.dim)
+    dim = dimension(log_density)
     iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept)
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)
-    with context as entry:
-        inits = per_chain_inits(init, chains, dim)
-        states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c])
-                  for c in range(chains)]
-        schedule = warmup_schedule(tune, *(int(w) for w in windows))
-        res = run_chains(entry, states, schedule, iconf, fconf, tune + draws, tune,
-                         resolve_cores(cores, chains), progress)
-    depth = max_treedepth if kind == kernel.NUTS else None
-    attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
-             "tune": int(tune), "metric": metric, "interrupted": int(res.interrupted)}
-    idata = to_datatree(log_density, res.draws, res.stats, tune,
-                        save_warmup or res.n_done <= tune, depth, attrs, log_likelihood)
-    if res.interrupted:
-        warnings.warn(f"sampling interrupted: {res.n_done} of {tune + draws} iterations "
-                      "per chain kept", SamplerWarning, stacklevel=3)
-    elif res.n_done > tune:
-        warn_sampler(idata, depth)
+    interrupt = Interrupt()
+    with interrupt.handling_sigint():
+        with context as entry:
+            inits = per_chain_inits(init, chains, dim)
+            states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c])
+                      for c in range(chains)]
+            check_outputs(log_density, states[0].q, log_likelihood)
+            schedule = warmup_schedule(tune, *(int(w) for w in windows))
+            res = run_chains(entry, states, schedule, iconf, fconf, tune + draws, tune,
+                             resolve_cores(cores, chains), progress, interrupt)
+        interrupt.wrap_up()
+        depth = max_treedepth if kind == kernel.NUTS else None
+        attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
+                 "tune": int(tune), "metric": metric, "interrupted": int(res.interrupted)}
+        idata, missing = to_datatree(log_density, res.draws, res.stats, tune,
+                                     save_warmup or res.n_done <= tune, depth, attrs,
+                                     log_likelihood, log_likelihood_max_bytes, interrupt)
+        messages = []
+        if res.n_done > tune and not res.interrupted:
+            messages = interrupt.optional("the convergence diagnostics",
+                                          lambda: sampler_warnings(idata, depth), missing)
+    _warn(res, tune + draws, missing, messages or [])
     return idata
+
+
+def _warn(res, n_total, missing, messages):
+    """The run's warnings: interruption, parts of the output left out, diagnostics."""
+    if res.interrupted:
+        warnings.warn(f"sampling interrupted: {res.n_done} of {n_total} iterations per "
+                      "chain kept", SamplerWarning, stacklevel=4)
+    if missing:
+        warnings.warn("the output lacks " + "; ".join(missing), SamplerWarning, stacklevel=4)
+    for msg in messages:
+        warnings.warn(msg, SamplerWarning, stacklevel=4)
 
 
 def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
          max_treedepth=10, metric="diag", init=None, progress=True, cores=None,
          save_warmup=False, log_likelihood=True, adapt_init_buffer=INIT_BUFFER,
-         adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW):
+         adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW,
+         log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
     """Sample with the No-U-Turn Sampler and Stan's windowed warmup.
 
     Parameters
@@ -102,9 +139,11 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
     model : LogDensity, model or external log density
         A model (has ``compile()``) is compiled first.  An external log
         density without ``numba_entry`` runs through a Python callback: same
-        algorithm, slower (one Python call per gradient).
+        algorithm, slower (one Python call per gradient).  A log density
+        that is not finite (``-inf``, but also ``+inf`` or NaN) rejects the
+        point.  A model with no parameters (``dim == 0``) is refused.
     draws, tune : int
-        Iterations kept after warmup, and warmup iterations.
+        Iterations kept after warmup (at least 1), and warmup iterations.
     chains : int
     seed : int
         Results depend only on the seed, never on ``cores``.
@@ -127,7 +166,9 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         log density provides it.  Its first evaluation compiles the model's
         pointwise function (0.26 s on eight schools; a later call costs
         about one gradient), which is most of the first call's overhead on
-        small models.
+        small models.  ``constrain`` and the log-likelihood are evaluated
+        once at the initial point before sampling, so their errors show
+        then.
     adapt_init_buffer, adapt_term_buffer, adapt_window : int
         Stan's warmup windows (CmdStan's ``adapt init_buffer``,
         ``term_buffer``, ``window``): iterations before the first metric
@@ -136,32 +177,46 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         dual averaging more iterations after the last metric update; Stan's
         50 tends to end with a step size whose acceptance exceeds
         ``target_accept``.
+    log_likelihood_max_bytes : float or None
+        The ``log_likelihood`` groups are left out, with a warning, when they
+        would take more memory than this (chains x draws x observations x 8
+        bytes; default 1 GB; None: no limit).
+        :func:`samplers.pointwise_log_likelihood` computes them afterwards
+        for some draws at a time.
 
     Returns
     -------
     xarray.DataTree
         ``posterior``, ``sample_stats``, and ``log_likelihood`` /
         ``observed_data`` when the log density provides them.  Ctrl-C stops
-        sampling and returns the draws made so far (``posterior.attrs
-        ["interrupted"] == 1``).
+        sampling within one leapfrog step, even inside a long trajectory,
+        and returns the draws completed so far (the transition it cut short
+        is dropped; ``posterior.attrs["interrupted"] == 1``).  Should a part
+        of the output fail after sampling (an error in ``constrain`` or the
+        log-likelihood, or another Ctrl-C while it is computed), it is left
+        out with a :class:`SamplerWarning` that names it, and the draws are
+        returned all the same (the posterior then holds the unconstrained
+        ``theta`` if ``constrain`` failed).
     """
     return _sample(model, kernel.NUTS, draws, tune, chains, seed, target_accept,
                    max_treedepth, 0, metric, init, progress, cores, save_warmup,
-                   log_likelihood, (adapt_init_buffer, adapt_term_buffer, adapt_window))
+                   log_likelihood, log_likelihood_max_bytes,
+                   (adapt_init_buffer, adapt_term_buffer, adapt_window))
 
 
 def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
         target_accept=0.8, metric="diag", init=None, progress=True, cores=None,
         save_warmup=False, log_likelihood=True, adapt_init_buffer=INIT_BUFFER,
-        adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW):
+        adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW,
+        log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
     """Sample with static HMC (``num_steps`` leapfrog steps per draw).
 
     Same warmup and output as :func:`nuts`; the step size is adapted by
     dual averaging toward ``target_accept`` (0.65 is a common choice for
     static HMC).  See :func:`nuts` for the other parameters.
     """
-    if num_steps < 1:
-        raise ValueError(f"num_steps={num_steps}; must be >= 1")
+    _check_integer("num_steps", num_steps, 1)
     return _sample(model, kernel.HMC, draws, tune, chains, seed, target_accept,
                    1, int(num_steps), metric, init, progress, cores, save_warmup,
-                   log_likelihood, (adapt_init_buffer, adapt_term_buffer, adapt_window))
+                   log_likelihood, log_likelihood_max_bytes,
+                   (adapt_init_buffer, adapt_term_buffer, adapt_window))

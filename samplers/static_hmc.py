@@ -30,7 +30,9 @@ def hmc_transition(f, fdata, idata, metric, eps, num_steps, max_energy_error,
     lp : float
     info : TransitionInfo
         ``depth`` is 0; ``diverging`` when the energy error exceeds
-        ``max_energy_error`` (the integration stops early then).
+        ``max_energy_error`` (the integration stops early then).  When
+        ``work.interrupt`` is set the integration also stops early and the
+        result is not a valid draw (callers drop it).
     """
     ends = work.ends
     qn, pn, gn, vn = ends[0, 1], ends[1, 1], ends[2, 1], ends[3, 1]
@@ -45,7 +47,7 @@ def hmc_transition(f, fdata, idata, metric, eps, num_steps, max_energy_error,
         lp_new = leapfrog(f, fdata, idata, metric, eps, qn, pn, gn, vn)
         steps += 1
         h = hamiltonian(lp_new, pn, vn)
-        if h - h0 > max_energy_error:
+        if h - h0 > max_energy_error or work.interrupt[0] != 0:
             break
     diverging = h - h0 > max_energy_error
     accept = 1.0 if h < h0 else math.exp(h0 - h)

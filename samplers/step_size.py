@@ -46,14 +46,14 @@ class DualAveragingState(NamedTuple):
     x: float
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def dual_averaging_init(step_size):
     """Start (or restart) dual averaging around ``step_size``."""
     return DualAveragingState(0.0, 0.0, 0.0, math.log(10.0 * step_size),
                               math.log(step_size))
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def dual_averaging_update(state, accept_stat, target_accept):
     """Return the state after observing one transition's acceptance statistic.
 
@@ -71,13 +71,13 @@ def dual_averaging_update(state, accept_stat, target_accept):
     return DualAveragingState(t, s_bar, x_bar, state.mu, x)
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def dual_averaging_final(state):
     """Return the adapted step size ``exp(x_bar)`` used after warmup."""
     return math.exp(state.x_bar)
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     """Energy change ``H0 - H`` of one leapfrog step from ``q``, fresh momentum."""
     ends = work.ends
@@ -92,7 +92,7 @@ def _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     return h0 - hamiltonian(lp_new, pn, vn)
 
 
-@njit(nogil=True)
+@njit(nogil=True, _nrt=False)
 def find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work,
                               max_iter=100):
     """Stan's ``init_stepsize``: double or halve ``eps`` until the one-step

@@ -3,7 +3,8 @@
 Contract: :func:`nuts_transition` draws a momentum, doubles a leapfrog
 trajectory in random directions until the generalized no-U-turn criterion
 (with Stan's extra checks across neighbouring subtrees) fires, a subtree
-diverges, or the maximum depth is reached, and returns a point drawn from the
+diverges, or the maximum depth is reached (or the interrupt flag is set, see
+:class:`TreeWork`), and returns a point drawn from the
 trajectory: multinomially inside each subtree, with biased progressive
 sampling at the top level (Betancourt 2017, appendix A.3.2).
 
@@ -40,7 +41,8 @@ RHO_TRAJ, P_OLD, V_OLD = range(3)
 
 
 class TreeWork(NamedTuple):
-    """Preallocated buffers of one chain's trajectory (no allocation per step).
+    """Preallocated buffers of one chain's trajectory (no allocation per step),
+    and the flag that ends it early.
 
     Few arrays indexed by constant rows rather than many small arrays: numba
     reference-counts every array view it creates, with an atomic operation,
@@ -64,6 +66,10 @@ class TreeWork(NamedTuple):
     traj : ndarray, shape (3, dim)
         Summed momentum of the whole trajectory, and the momentum and
         velocity at the end being extended, before the extension.
+    interrupt : ndarray of int64, shape (1,)
+        Nonzero asks the transition to stop after its current leapfrog step
+        (Ctrl-C, or another chain failed); shared by every chain and set
+        from another thread.  A transition cut short is not a valid draw.
     """
 
     ends: np.ndarray
@@ -71,6 +77,7 @@ class TreeWork(NamedTuple):
     slots: np.ndarray
     slot_scalars: np.ndarray
     traj: np.ndarray
+    interrupt: np.ndarray
 
 
 class TransitionInfo(NamedTuple):
@@ -94,12 +101,25 @@ class SubtreeStats(NamedTuple):
     diverging: bool
 
 
-@njit(nogil=True)
-def make_work(dim, max_depth):
-    """Allocate the :class:`TreeWork` buffers of one chain."""
+def make_work(dim, max_depth, interrupt=None):
+    """Allocate the :class:`TreeWork` buffers of one chain (in Python: the
+    compiled loops never allocate).
+
+    Parameters
+    ----------
+    dim, max_depth : int
+    interrupt : ndarray of int64, shape (1,), optional
+        The shared stop flag; a fresh (unset) one by default.
+
+    Returns
+    -------
+    TreeWork
+    """
     n = max_depth + 1
+    if interrupt is None:
+        interrupt = np.zeros(1, dtype=np.int64)
     return TreeWork(np.zeros((4, 2, dim)), np.zeros(2), np.zeros((7, n, dim)),
-                    np.zeros((3, n)), np.zeros((3, dim)))
+                    np.zeros((3, n)), np.zeros((3, dim)), interrupt)
 
 
 @njit(nogil=True, _nrt=False)
@@ -173,8 +193,9 @@ def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
     Returns
     -------
     SubtreeStats
-        ``valid`` is False when a leaf diverged or an inner subtree turned;
-        the subtree then must not be used.  ``slot`` holds the subtree.
+        ``valid`` is False when a leaf diverged, an inner subtree turned or
+        ``work.interrupt`` was set; the subtree then must not be used.
+        ``slot`` holds the subtree.
     """
     d = direction
     signed_eps = eps if d == 1 else -eps
@@ -191,6 +212,8 @@ def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
         sum_accept += 1.0 if log_weight > 0.0 else math.exp(log_weight)
         if h - h0 > max_energy_error:
             return SubtreeStats(False, 0, k + 1, sum_accept, True)
+        if work.interrupt[0] != 0:  # read after every gradient: 2**depth can be huge
+            return SubtreeStats(False, 0, k + 1, sum_accept, False)
         # Leaf k completes one inner node per trailing one bit of k; the
         # merged subtree then has that many levels and waits in that slot.
         slot = 0
@@ -269,6 +292,8 @@ def nuts_transition(f, fdata, idata, metric, eps, max_depth, max_energy_error,
     lp : float
         Log density at ``q``.
     work : TreeWork
+        When ``work.interrupt`` is set the transition ends after the current
+        leapfrog step; its result is then not a valid draw (callers drop it).
 
     Returns
     -------

@@ -19,17 +19,23 @@ def test_welford_diag_and_dense_equal_two_pass_estimates():
         m = welford_dense_update(m, row)
     assert d.n == m.n == 500
     np.testing.assert_allclose(d.mean, x.mean(axis=0), rtol=1e-13)
-    np.testing.assert_allclose(welford_diag_final(d), x.var(axis=0, ddof=1), rtol=1e-12)
-    np.testing.assert_allclose(welford_dense_final(m), np.cov(x.T), rtol=1e-12, atol=1e-14)
+    var, cov = np.empty(4), np.empty((4, 4))
+    welford_diag_final(d, var)
+    welford_dense_final(m, cov)
+    np.testing.assert_allclose(var, x.var(axis=0, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(m.mean, x.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(cov, np.cov(x.T), rtol=1e-12, atol=1e-14)
     d = welford_diag_init(d.mean, d.m2)  # restart reuses and clears the buffers
     assert d.n == 0 and not d.mean.any() and not d.m2.any()
 
 
 def test_stan_regularization():
     var, cov = np.array([2.0, 0.5]), np.array([[2.0, 0.3], [0.3, 0.5]])
-    np.testing.assert_allclose(regularize_variance(var, 95.0), 0.95 * var + 1e-3 * 0.05)
-    np.testing.assert_allclose(regularize_covariance(cov, 95.0),
-                               0.95 * cov + 1e-3 * 0.05 * np.eye(2))
+    shrunk_var, shrunk_cov = var.copy(), cov.copy()  # in place
+    regularize_variance(shrunk_var, 95.0)
+    regularize_covariance(shrunk_cov, 95.0)
+    np.testing.assert_allclose(shrunk_var, 0.95 * var + 1e-3 * 0.05)
+    np.testing.assert_allclose(shrunk_cov, 0.95 * cov + 1e-3 * 0.05 * np.eye(2))
 
 
 @pytest.mark.parametrize("tune, ends, first, last", [

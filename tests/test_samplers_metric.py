@@ -6,13 +6,13 @@ import numpy as np
 
 from logdens.samplers.metric import (cholesky_lower, hamiltonian, identity_metric,
                              inverse_transpose_lower, sample_momentum,
-                             set_inverse_metric_dense, set_inverse_metric_diag, velocity)
+                             set_inverse_metric_dense, velocity)
 from logdens.samplers.rng import make_state
 
 
 def test_diag_momentum_has_covariance_m():
     metric = identity_metric(2, False)
-    set_inverse_metric_diag(metric, np.array([4.0, 0.25]))
+    metric.inv_diag[:] = [4.0, 0.25]
     rng, p = make_state(0, 0), np.empty(2)
     draws = np.array([(sample_momentum(metric, rng, p), p.copy())[1] for _ in range(20000)])
     np.testing.assert_allclose(draws.var(axis=0), [0.25, 4.0], rtol=0.05)
@@ -21,7 +21,7 @@ def test_diag_momentum_has_covariance_m():
 def test_dense_momentum_covariance_is_inverse_of_inv_metric():
     cov = np.array([[2.0, 0.9], [0.9, 1.0]])
     metric = identity_metric(2, True)
-    set_inverse_metric_dense(metric, cov)
+    assert set_inverse_metric_dense(metric, cov, np.empty((2, 2)))
     rng, p = make_state(1, 0), np.empty(2)
     draws = np.array([(sample_momentum(metric, rng, p), p.copy())[1] for _ in range(40000)])
     np.testing.assert_allclose(np.cov(draws.T), np.linalg.inv(cov), rtol=0.05, atol=0.02)
@@ -37,6 +37,13 @@ def test_hamiltonian_sign_and_nan():
     assert hamiltonian(math.nan, p, p) == math.inf
 
 
+def test_hamiltonian_of_plus_infinity_is_a_rejected_point():
+    # A faulty density's +inf must not get infinite weight (H = -inf).
+    p = np.array([1.0, 2.0])
+    assert hamiltonian(math.inf, p, p) == math.inf
+    assert hamiltonian(math.inf, np.array([math.inf]), np.array([math.inf])) == math.inf
+
+
 def test_cholesky_and_inverse_factor_match_numpy():
     rng = np.random.default_rng(3)
     a = rng.normal(size=(6, 6))
@@ -50,8 +57,9 @@ def test_cholesky_and_inverse_factor_match_numpy():
 
 def test_dense_metric_not_positive_definite_keeps_the_old_one():
     metric = identity_metric(2, True)
-    assert set_inverse_metric_dense(metric, np.array([[2.0, 0.5], [0.5, 1.0]]))
+    chol = np.empty((2, 2))
+    assert set_inverse_metric_dense(metric, np.array([[2.0, 0.5], [0.5, 1.0]]), chol)
     before = [np.copy(a) for a in (metric.inv_dense, metric.momentum_factor)]
-    assert not set_inverse_metric_dense(metric, np.array([[1.0, 2.0], [2.0, 1.0]]))
+    assert not set_inverse_metric_dense(metric, np.array([[1.0, 2.0], [2.0, 1.0]]), chol)
     np.testing.assert_array_equal(metric.inv_dense, before[0])
     np.testing.assert_array_equal(metric.momentum_factor, before[1])

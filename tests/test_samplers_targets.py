@@ -112,6 +112,29 @@ def half_line(theta, grad, fdata, idata):
     return -0.5 * theta[0] ** 2
 
 
+@njit(ENTRY_SIGNATURE, cache=True)
+def faulty_normal(theta, grad, fdata, idata):
+    """Standard normal that returns +inf for theta[0] > 1 and NaN for theta[0] < -1:
+    a faulty density whose non-finite values must act as -inf (truncation)."""
+    if theta[0] > 1.0:
+        return np.inf
+    if theta[0] < -1.0:
+        return np.nan
+    lp = 0.0
+    for i in range(theta.shape[0]):
+        lp -= 0.5 * theta[i] * theta[i]
+        grad[i] = -theta[i]
+    return lp
+
+
+@njit(ENTRY_SIGNATURE, cache=True)
+def flat(theta, grad, fdata, idata):
+    """A flat (improper) density: trajectories never turn."""
+    for i in range(theta.shape[0]):
+        grad[i] = 0.0
+    return 0.0
+
+
 _FIRST_CLASS = {}
 
 
@@ -172,6 +195,9 @@ class EightSchools(NumbaTarget):
 
     def observed_data(self):
         return {"y": SCHOOLS_Y.copy()}
+
+    def unconstrain(self, values):
+        return np.concatenate([[values["mu"], math.log(values["tau"])], values["z"]])
 
 
 class GammaTarget(NumbaTarget):
