@@ -65,3 +65,48 @@ def test_map_of_a_compiled_model_with_and_without_the_jacobian():
     density = m.compile()
     assert float(samplers.find_map(density).params["x"]) == pytest.approx(1.0, rel=1e-6)
     assert float(samplers.find_map(density, jacobian=True).params["x"]) == pytest.approx(1.5, rel=1e-6)
+
+
+class Regression:
+    """y ~ Normal(X beta, sigma) with flat priors on beta and log sigma (external)."""
+
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+        self.dim = X.shape[1] + 1
+
+    def log_density_gradient(self, theta):
+        beta, log_sigma = theta[:-1], theta[-1]
+        r = self.y - self.X @ beta
+        s2 = math.exp(2.0 * log_sigma)
+        grad = np.empty(self.dim)
+        grad[:-1] = self.X.T @ r / s2
+        grad[-1] = -len(self.y) + (r @ r) / s2
+        return -len(self.y) * log_sigma - 0.5 * (r @ r) / s2, grad
+
+
+def earnings_regression():
+    """Log earnings on height and sex, 1192 rows (the size of the earnings data)."""
+    rng = np.random.default_rng(1)
+    n = 1192
+    height = rng.normal(66.6, 3.8, n)
+    male = (rng.uniform(size=n) < 0.4).astype(float)
+    earn = -60000.0 + 1300.0 * height + 10000.0 * male + rng.normal(0.0, 19000.0, n)
+    X = np.column_stack([np.ones(n), height, male])
+    y = np.log(np.abs(earn) + 1000.0)
+    return Regression(X, y), np.linalg.lstsq(X, y, rcond=None)[0]
+
+
+@pytest.mark.parametrize("seed", [1, 3, 6])  # starts where L-BFGS-B says "ABNORMAL: "
+def test_converged_regression_is_a_success_with_a_reason(seed):
+    target, ols = earnings_regression()
+    fit = samplers.find_map(target, seed=seed)
+    np.testing.assert_allclose(fit.theta[:3], ols, rtol=1e-7)
+    assert fit.success, fit.message
+    assert fit.message and not fit.message.rstrip().endswith(":")
+
+
+def test_unfinished_search_fails_and_says_why():
+    target, _ = earnings_regression()
+    fit = samplers.find_map(target, seed=1, max_iter=3)
+    assert not fit.success
+    assert fit.message.startswith("not converged") and "relative gradient" in fit.message
