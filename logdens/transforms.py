@@ -8,14 +8,27 @@ engine inlines into generated kernels. The elementwise transforms are here
 ``unit_interval``): the value of element k depends on ``u[k]`` alone, so the
 chain rule is one multiplication by ``dx/du``. Vector constraints (simplex,
 ordered) are in ``logdens.event_transforms``.
+
+exp and logistic read u below ``LOG_FLOOR`` (-700) as ``LOG_FLOOR``, with a
+derivative of 0 there, so that a constrained value is never subnormal; the
+log-Jacobian keeps its formula in u (``logdens.event_transforms`` says why).
+The numpy ``forward`` floors as the generated code does; ``inverse`` of a
+value below ``exp(LOG_FLOOR)`` gives a u below the floor, which ``forward``
+maps to ``exp(LOG_FLOOR)``.
 """
 
 import numpy as np
 from scipy import special as sp
 
 from logdens.distributions import constraints as c
-from logdens.event_transforms import EventTransform
+from logdens.event_transforms import LOG_FLOOR, EventTransform
 from logdens.expr import ModelError
+
+
+def _floored(u):
+    """``max(u, LOG_FLOOR)`` elementwise, NaN kept: the numpy side of ``events.floored_exp``."""
+    u = np.asarray(u, dtype=float)
+    return np.where(u < LOG_FLOOR, LOG_FLOOR, u)
 
 
 class Transform:
@@ -56,13 +69,13 @@ class Identity(Transform):
 
 
 class LowerBound(Transform):
-    """x > lower: x = lower + exp(u), log|J| = u."""
+    """x > lower: x = lower + exp(u), log|J| = u (exp floored at ``LOG_FLOOR``)."""
 
     def __init__(self, lower):
         self.lower = float(lower)
 
     def forward(self, u):
-        return self.lower + np.exp(u)
+        return self.lower + np.exp(_floored(u))
 
     def inverse(self, x):
         return np.log(np.asarray(x, dtype=float) - self.lower)
@@ -71,8 +84,8 @@ class LowerBound(Transform):
         return np.asarray(u, dtype=float)
 
     def emit(self, lines, u, name):
-        lines.append(f"dx_{name} = vmath.exp({u})")
-        lines.append(f"x_{name} = {self.lower!r} + dx_{name}")
+        lines.append(f"e_{name}, dx_{name} = events.floored_exp({u})")
+        lines.append(f"x_{name} = {self.lower!r} + e_{name}")
         return f"x_{name}", f"dx_{name}"
 
     def emit_log_jacobian(self, u):
@@ -80,13 +93,13 @@ class LowerBound(Transform):
 
 
 class UpperBound(Transform):
-    """x < upper: x = upper - exp(u), log|J| = u."""
+    """x < upper: x = upper - exp(u), log|J| = u (exp floored at ``LOG_FLOOR``)."""
 
     def __init__(self, upper):
         self.upper = float(upper)
 
     def forward(self, u):
-        return self.upper - np.exp(u)
+        return self.upper - np.exp(_floored(u))
 
     def inverse(self, x):
         return np.log(self.upper - np.asarray(x, dtype=float))
@@ -95,8 +108,9 @@ class UpperBound(Transform):
         return np.asarray(u, dtype=float)
 
     def emit(self, lines, u, name):
-        lines.append(f"dx_{name} = -vmath.exp({u})")
-        lines.append(f"x_{name} = {self.upper!r} + dx_{name}")
+        lines.append(f"e_{name}, de_{name} = events.floored_exp({u})")
+        lines.append(f"x_{name} = {self.upper!r} - e_{name}")
+        lines.append(f"dx_{name} = -de_{name}")
         return f"x_{name}", f"dx_{name}"
 
     def emit_log_jacobian(self, u):
@@ -107,7 +121,8 @@ class Interval(Transform):
     """lower < x < upper: x = lower + width * logistic(u).
 
     log|J| = log(width) + log_logistic(u) + log_logistic(-u), whose derivative
-    is logistic(-u) - logistic(u) = 1 - 2 logistic(u).
+    is logistic(-u) - logistic(u) = 1 - 2 logistic(u). logistic is floored
+    at ``LOG_FLOOR``; log|J| is not.
     """
 
     def __init__(self, lower, upper):
@@ -115,7 +130,7 @@ class Interval(Transform):
         self.width = self.upper - self.lower
 
     def forward(self, u):
-        return self.lower + self.width * sp.expit(u)
+        return self.lower + self.width * sp.expit(_floored(u))
 
     def inverse(self, x):
         return sp.logit((np.asarray(x, dtype=float) - self.lower) / self.width)
@@ -124,13 +139,13 @@ class Interval(Transform):
         return np.log(self.width) + sp.log_expit(u) + sp.log_expit(-u)
 
     def emit(self, lines, u, name):
-        lines.append(f"s_{name} = special.logistic({u})")
+        lines.append(f"s_{name}, ds_{name} = events.floored_logistic({u})")
         lines.append(f"x_{name} = {self.lower!r} + {self.width!r} * s_{name}")
-        lines.append(f"dx_{name} = {self.width!r} * s_{name} * (1.0 - s_{name})")
+        lines.append(f"dx_{name} = {self.width!r} * ds_{name}")
         return f"x_{name}", f"dx_{name}"
 
     def emit_log_jacobian(self, u):
-        return (f"{np.log(self.width)!r} + special.log_logistic({u}) + special.log_logistic(-({u}))",
+        return (f"{float(np.log(self.width))!r} + special.log_logistic({u}) + special.log_logistic(-({u}))",
                 f"1.0 - 2.0 * special.logistic({u})")
 
 
