@@ -77,6 +77,16 @@ BINARY_DERIVATIVE = {
 }
 
 
+def literal(value):
+    """Python source for the float ``value``: ``repr`` writes infinity as ``inf``,
+    a name generated code does not have."""
+    if value != value:
+        return "math.nan"
+    if abs(value) == float("inf"):
+        return "math.inf" if value > 0 else "-math.inf"
+    return repr(float(value))
+
+
 class Block:
     """Straight-line code, or the body of one loop, with its own value cache.
 
@@ -216,7 +226,7 @@ class Lowering:
     def value(self, node, block, outer, index):
         """Emit code for ``node`` at ``index`` (None for scalars); return its variable."""
         if isinstance(node, ex.Const):
-            return repr(node.value)
+            return literal(node.value)
         if node.shape == ():
             block, index = outer, None
         key = (id(node), index)
@@ -244,23 +254,23 @@ class Lowering:
             return self._gathered_param(node, p, var, block, index)
         at = self._at_row(block, index)
         if p.transform.event:
-            block.forward.append(f"{var} = w_{node.name}[{at}]  # {node.name}[{index}]")
-            return lambda a, b: [f"aw_{node.name}[{at}] += {a}"]
+            block.forward.append(f"{var} = w_{p.ident}[{at}]  # {node.name}[{index}]")
+            return lambda a, b: [f"aw_{p.ident}[{at}] += {a}"]
         col = self._at_row(block, index, p.offset)
         op = "=" if node.name in self.assigning else "+="  # the first writer of these entries
         if p.transform.identity:
             block.forward.append(f"{var} = theta[{col}]  # {node.name}[{index}]")
             return lambda a, b: [f"{self.target(col, self.row)} {op} {a}"]
-        block.forward.append(f"{var} = w_{node.name}[{at}]  # {node.name}[{index}]")
-        return lambda a, b: [f"{self.target(col, self.row)} {op} {a} * dw_{node.name}[{at}]"]
+        block.forward.append(f"{var} = w_{p.ident}[{at}]  # {node.name}[{index}]")
+        return lambda a, b: [f"{self.target(col, self.row)} {op} {a} * dw_{p.ident}[{at}]"]
 
     def _value_Data(self, node, var, block, outer, index):
-        name = self.layout.data_name(node)
+        name, ident = self.layout.data_name(node), self.layout.data_ident(node)
         if index in self.gathered_index:  # data: no adjoint, so the rule is never used
-            return self._buffered(var, block, f"d_{name}[{self.gathered_index[index]}[r]]", None,
+            return self._buffered(var, block, f"d_{ident}[{self.gathered_index[index]}[r]]", None,
                                   f"{name}[{index}]")
         element = "0" if node.shape == () else self._at_row(block, index)
-        block.forward.append(f"{var} = d_{name}[{element}]  # {name}")
+        block.forward.append(f"{var} = d_{ident}[{element}]  # {name}")
 
     def _gathered_param(self, node, p, var, block, index):
         """``node[k]`` with ``k`` read from an index array at the row: gathered into
@@ -268,7 +278,7 @@ class Lowering:
         view = self.gathered_index[index]
         at = f"{view}[r]"
         col = f"{p.offset} + {at}" if p.offset else at
-        load = f"theta[{col}]" if p.transform.identity else f"w_{node.name}[{at}]"
+        load = f"theta[{col}]" if p.transform.identity else f"w_{p.ident}[{at}]"
         def sink(k):  # code adding a value to the adjoint of element ``k`` of p
             return self._sink(p, f"{p.offset} + {k}" if p.offset else k, k, scatter=True)
         return self._buffered(var, block, load, (view, sink) if self.gradient else None,
@@ -290,8 +300,8 @@ class Lowering:
         of parameter ``p`` (unconstrained column ``col``); with ``scatter``, in a
         loop over a block's rows ``r`` after the rows' loop (per row: row ``b0 + r``)."""
         if p.transform.event:
-            return f"aw_{p.name}[{at}] += "
-        scale = "" if p.transform.identity else f"dw_{p.name}[{at}] * "
+            return f"aw_{p.ident}[{at}] += "
+        scale = "" if p.transform.identity else f"dw_{p.ident}[{at}] * "
         if scatter and self.per_row:
             return f"{GLOBAL_ROW.sub('(b0 + r)', self.target(col, 'r'))} += {scale}"
         return f"{self.target(col, self.row)} += {scale}"
@@ -344,11 +354,11 @@ class Lowering:
     def _value_Gather(self, node, var, block, outer, index):
         source, idx = node.children
         k = self.fresh("k")
-        block.forward.append(f"{k} = i_{self.layout.data_name(idx)}[{self._at_row(block, index)}]")
+        block.forward.append(f"{k} = i_{self.layout.data_ident(idx)}[{self._at_row(block, index)}]")
         if self._row_aligned(block, index) and not (self.per_row and self.row_events):
             # Through the block's view: numba wraps a negative index, and LLVM cannot
             # tell ``b0 + r`` is not (a scatter of 20,000 rows: 21.7 against 14.6 us).
-            name = self.layout.data_name(idx)
+            name = self.layout.data_ident(idx)
             self.gathered_views[f"i_{name}_b0"] = f"i_{name}[b0:b1]"
             self.gathered_index[k] = f"i_{name}_b0"  # the view; element ``[r]`` at row r
             self.gathered_order[f"i_{name}_b0"] = f"sorted_{name}"
@@ -403,7 +413,7 @@ class Lowering:
     def _value_MatVec(self, node, var, block, outer, index):
         matrix, vector = node.children
         p = self.layout.params[vector.name]
-        X = f"d_{self.layout.data_name(matrix)}"
+        X = f"d_{self.layout.data_ident(matrix)}"
         if self._row_aligned(block, index) and not (self.per_row and p.transform.event):
             # Row-aligned with the term's loop: computed a block of rows at a
             # time (see _blocks), read here from the block's buffer.
@@ -414,7 +424,7 @@ class Lowering:
             # needs no zeroing (logistic regression gradient: 113 -> 111 us).
             return lambda a, b: [f"a{buffer}[{index}] = {a}"]
         j = self.fresh("j")
-        element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{vector.name}[{j}]"
+        element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{p.ident}[{j}]"
         block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({vector.shape[0]}):",
                           f"    {var} += {X}[{j}, {index}] * {element}"]
 
@@ -496,7 +506,7 @@ class Lowering:
         if isinstance(node, ex.Param) or isinstance(node, ex.Slice):
             return str(node.shape[0])
         if isinstance(node, ex.Data):
-            return f"n_{self.layout.data_name(node)}"
+            return f"n_{self.layout.data_ident(node)}"
         if isinstance(node, ex.Gather):
             return self.length(node.children[1])
         if isinstance(node, ex.MatVec):
@@ -538,7 +548,7 @@ class Lowering:
             self.row_term, self.row_scalars = term, set()
             buffered = (self.blocked or self.gathered) and not events
             flush = self._buffered_scalars(outer) if buffered else self._reverse(outer)
-            inner = ([f"aw_{p.name}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner + flush
+            inner = ([f"aw_{p.ident}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner + flush
                      + [line for p in events for line in rows.event_reverse(p, loop.index)]
                      + rows.column_lines(loop.index)
                      + ([] if self.blocked or self.gathered else rows.fixed_column_lines(loop.index)))
@@ -587,8 +597,13 @@ class Lowering:
 
     def _only_in_one_product(self, p):
         """Whether vector parameter ``p`` is read once in the per-row term, by its product."""
+        paths = {}  # id(node) -> paths from it to p: shared sub-expressions counted once each
+
         def uses(node):
-            return int(isinstance(node, ex.Param) and node.name == p.name) + sum(uses(c) for c in node.children)
+            if id(node) not in paths:
+                paths[id(node)] = (int(isinstance(node, ex.Param) and node.name == p.name)
+                                   + sum(uses(c) for c in node.children))
+            return paths[id(node)]
         return sum(uses(a) for a in self.row_term.args) == 1
 
     def _blocks(self, loop, inner, lo="0", hi=None):
@@ -660,7 +675,7 @@ class Lowering:
         """
         buffers, before, start, finish = [], [], [], []
         for buffer, X, p in self.blocked:
-            vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.name}"
+            vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.ident}"
             buffers.append(buffer)
             before.append(f"v{buffer} = {vector}")
             # The product runs over the constrained vector: K entries for a simplex of
@@ -672,7 +687,7 @@ class Lowering:
             buffers.append(f"a{buffer}")
             if self.per_row:  # row after row: the output is row-major (logistic: 371 -> 320 us)
                 entry = GLOBAL_ROW.sub("(b0 + r)", self.target(f"{p.offset} + j", "r"))
-                scale = "" if p.transform.identity else f"dw_{p.name}[j] * "
+                scale = "" if p.transform.identity else f"dw_{p.ident}[j] * "
                 op = "=" if self._only_in_one_product(p) else "+="  # else zeroed before the rows
                 self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size}):",
                                     f"    {entry} {op} {scale}adjoint * {X}[j, b0 + r]"]
@@ -742,18 +757,20 @@ class Lowering:
 
 def _chunkable(term):
     """A term can be chunked when it has a plate and no reduction inside."""
-    def has_sum(node):
-        return isinstance(node, ex.Sum) or any(has_sum(c) for c in node.children)
-    return any(a.shape != () for a in term.args) and not any(has_sum(a) for a in term.args)
+    return (any(a.shape != () for a in term.args)
+            and not any(isinstance(n, ex.Sum) for a in term.args for n in ex.nodes(a)))
 
 
 def params_read_by_element(layout, term, whole):
     """Vector parameters (no event transform) that ``term`` reads only one element
     at a time, never below a node of the types ``whole`` (which read them
     whole or at other rows)."""
-    element, other = set(), set()
+    element, other, seen = set(), set(), set()
 
     def walk(node, one):
+        if (id(node), one) in seen:
+            return
+        seen.add((id(node), one))
         if isinstance(node, ex.Param) and node.shape != ():
             (element if one and not layout.params[node.name].transform.event else other).add(node.name)
         for child in node.children:
@@ -771,15 +788,10 @@ def _reads(node, name):
 def _elementwise_use(node, name):
     """Whether every path from ``node`` to parameter ``name`` is elementwise
     (no gather, slice, matrix product or sum reads it)."""
-    if isinstance(node, (ex.Gather, ex.Slice, ex.MatVec, ex.Sum)):
-        return not _reads(node, name)
-    return all(_elementwise_use(c, name) for c in node.children)
+    whole = (ex.Gather, ex.Slice, ex.MatVec, ex.Sum)
+    return not any(isinstance(n, whole) and _reads(n, name) for n in ex.nodes(node))
 
 
 def _used_outside(node, inside, name):
     """Whether ``node`` reads parameter ``name`` other than below the node ``inside``."""
-    if node is inside:
-        return False
-    if isinstance(node, ex.Param):
-        return node.name == name
-    return any(_used_outside(c, inside, name) for c in node.children)
+    return any(isinstance(n, ex.Param) and n.name == name for n in ex.nodes(node, stop=lambda n: n is inside))

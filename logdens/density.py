@@ -5,7 +5,10 @@ The protocol every sampler relies on, written down once:
 - ``theta`` is the unconstrained parameter vector, float64 of length ``dim``.
 - ``log_density`` may return ``-inf`` (a point outside the support, an
   invalid parameter); NaN is never returned (it would be a bug).
-- Where the value is not finite the gradient is unspecified.
+- Where the value is not finite the gradient is unspecified. A finite value
+  comes with a finite gradient: where a gradient entry overflows (far in a
+  tail, below lp = -1e150 in our sweeps) ``log_density_gradient`` rejects the
+  point with ``-inf``, while ``log_density`` keeps its finite value.
 - Returned arrays belong to the caller, except ``out`` arguments, which are
   filled in place and returned.
 - ``numba_entry`` is ``(function, fdata, idata)``: ``function(theta, grad,
@@ -18,6 +21,9 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.sparse
 
+from logdens import expr as ex
+from logdens.distributions.constraints import EVENT_CONSTRAINTS, contains, describe
+from logdens.distributions.frozen import _first_violation
 from logdens import validate
 from logdens.evaluate import evaluate
 from logdens.row_order import RowOrder
@@ -31,8 +37,18 @@ class NumbaEntry(NamedTuple):
     idata: np.ndarray
 
 
+def _real(array, what):
+    """``array`` as a writable, contiguous float64 array (a copy when it is read-only,
+    as the arrays JAX's callbacks pass are); complex values are an error, not cut
+    to their real part."""
+    if np.iscomplexobj(array):
+        raise ValueError(f"{what} must be real, got a complex array")
+    array = np.asarray(array, dtype=np.float64, order="C")
+    return array if array.flags.writeable else array.copy()
+
+
 def _vector(theta, dim):
-    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    theta = _real(theta, "theta")
     if theta.shape != (dim,):
         raise ValueError(f"theta must have shape ({dim},), got {theta.shape}")
     return theta
@@ -44,7 +60,30 @@ def _checked_out(out, dim):
     if not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (dim,)):
         raise ValueError(f"out must be a float64 array of shape ({dim},), got "
                          f"{getattr(out, 'dtype', type(out).__name__)} of shape {np.shape(out)}")
+    if not out.flags.writeable:
+        raise ValueError("out is read-only; pass a writable float64 array")
     return out
+
+
+#: How far the sum of a simplex given to ``unconstrain`` may be from 1 (Stan's tolerance).
+SIMPLEX_TOLERANCE = 1e-8
+
+
+def _check_support(name, x, constraint):
+    """Raise a ValueError naming the parameter, index and value when ``x`` lies
+    outside the open set its transform maps onto (a bound itself, such as 0 for
+    a positive parameter, has no unconstrained value)."""
+    open_set = constraint._replace(lower_closed=False, upper_closed=False)
+    inside = contains(open_set, x)
+    if constraint.name in ("ordered", "positive_ordered"):
+        inside[1:] &= np.diff(x) > 0
+    why = f"must be {constraint.name.replace('_', ' ')}" if constraint.name in EVENT_CONSTRAINTS else \
+        describe(open_set)
+    if not np.all(inside):
+        raise ValueError(f"unconstrain: parameter {_first_violation(name, x, inside)} is outside "
+                         f"its support: {why}")
+    if constraint.name == "simplex" and not abs(np.sum(x) - 1.0) <= SIMPLEX_TOLERANCE:
+        raise ValueError(f"unconstrain: parameter {name!r} sums to {float(np.sum(x))!r}; a simplex must sum to 1")
 
 
 class LogDensity:
@@ -74,7 +113,7 @@ class LogDensity:
         if unknown:
             raise validate.ModelError(f"set_data: unknown data {unknown}; the model's data are "
                                       f"{sorted(self.model.data_nodes)}")
-        new = {**self._arrays, **{k: np.asarray(v) for k, v in arrays.items()}}
+        new = {**self._arrays, **{k: ex.frozen_array(v, f"set_data: data {k!r}") for k, v in arrays.items()}}
         validate.check_arrays(self.layout, self.model, {k: new[k] for k in arrays})
         validate.check_terms(self.model, self.layout, new)
         self._arrays = new
@@ -130,7 +169,7 @@ class LogDensity:
 
     def log_density_gradient_batch(self, thetas, propto=True, jacobian=True):
         """Log densities ``(K,)`` and gradients ``(K, dim)`` of the rows of ``thetas``."""
-        thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+        thetas = _real(thetas, "thetas")
         if thetas.ndim != 2 or thetas.shape[1] != self.dim:
             raise ValueError(f"thetas must have shape (K, {self.dim}), got {thetas.shape}")
         lps, grads = np.empty(len(thetas)), np.empty_like(thetas)
@@ -138,6 +177,10 @@ class LogDensity:
         if not propto:
             lps = np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
         return lps, grads
+
+    def _function(self, kind, name):
+        """The generated module's ``<kind>_<ident>`` of the observed term ``name``."""
+        return getattr(self._module, f"{kind}_{self.layout.term_idents[name]}")
 
     def _observed(self, name):
         term = next((t for t in self.model.terms if t.name == name and t.kind == "observe"), None)
@@ -162,7 +205,7 @@ class LogDensity:
         for term in self.model.terms:
             if term.kind == "observe":
                 values = np.empty(self._n_obs[term.name])
-                getattr(self._module, f"pointwise_{term.name}")(theta, *self._row_data, values, False)
+                self._function("pointwise", term.name)(theta, *self._row_data, values, False)
                 dropped = self._dropped_summands(term.name, theta)
                 if dropped is not None:
                     values += dropped
@@ -176,7 +219,7 @@ class LogDensity:
         if name in self._dropped_rows:
             return self._dropped_rows[name]
         rows = np.empty(self._n_obs[name])
-        getattr(self._module, f"pointwise_{name}")(theta, *self._row_data, rows, True)
+        self._function("pointwise", name)(theta, *self._row_data, rows, True)
         if not np.isfinite(rows).all():
             return rows
         self._dropped_rows[name] = rows if rows.any() else None
@@ -195,13 +238,13 @@ class LogDensity:
         n, theta = self._n_obs[term.name], _vector(theta, self.dim)
         if not sparse:
             rows = np.empty((n, self.dim))
-            getattr(self._module, f"per_sample_{term.name}")(theta, *self._row_data, rows)
+            self._function("per_sample", term.name)(theta, *self._row_data, rows)
             return rows
-        width = getattr(self._module, f"SLOTS_{term.name}")
+        width = self._function("SLOTS", term.name)
         # 32-bit indices when they fit, as scipy would make them (by copying).
         index = np.int32 if max(self.dim, n * width) < np.iinfo(np.int32).max else np.int64
         cols, vals = np.empty((n, width), dtype=index), np.empty((n, width))
-        getattr(self._module, f"per_sample_sparse_{term.name}")(theta, *self._row_data, cols, vals)
+        self._function("per_sample_sparse", term.name)(theta, *self._row_data, cols, vals)
         starts = np.arange(0, n * width + 1, width, dtype=index) if width else np.zeros(n + 1, dtype=index)
         return scipy.sparse.csr_array((vals.ravel(), cols.ravel(), starts), shape=(n, self.dim))
 
@@ -274,7 +317,8 @@ class LogDensity:
         for p in self.layout.params.values():
             if p.name not in values:
                 raise KeyError(f"unconstrain: missing parameter {p.name!r}")
-            x = np.broadcast_to(np.asarray(values[p.name], dtype=float), p.shape)
+            x = np.broadcast_to(_real(values[p.name], f"unconstrain: {p.name!r}"), p.shape)
+            _check_support(p.name, x, self.model.params[p.name].constraint)
             theta[p.offset:p.offset + p.size] = np.ravel(p.transform.inverse(x))
         return theta
 

@@ -33,6 +33,9 @@ lowering (``logdens.codegen``):
 ``per_sample_sparse_<term>(theta, fdata, idata, cols, vals)``
     the gradient rows as ``SLOTS_<term>`` (column, value) pairs per row
     (``logdens.rows``).
+
+``<term>`` is the term's identifier in generated code (``Layout.term_idents``),
+never the user's name itself (see ``logdens.layout``).
 """
 
 import types
@@ -71,21 +74,21 @@ def _materialize(layout, gradient):
     for p in layout.params.values():
         if p.shape == () or p.transform.identity:
             continue
-        lines.append(f"w_{p.name} = np.empty({p.constrained_size})")
+        lines.append(f"w_{p.ident} = np.empty({p.constrained_size})")
         if p.transform.event:  # np.empty and a fill: np.zeros compiles 0.1 s slower
-            lines += ([f"aw_{p.name} = np.empty({p.constrained_size})", f"aw_{p.name}[:] = 0.0"] if gradient else [])
-            lines.append(p.transform.forward_code(p.offset, p.name))
+            lines += ([f"aw_{p.ident} = np.empty({p.constrained_size})", f"aw_{p.ident}[:] = 0.0"] if gradient else [])
+            lines.append(p.transform.forward_code(p.offset, p.ident))
             continue
-        lines += [f"dw_{p.name} = np.empty({p.size})", f"for k in range({p.size}):"]
+        lines += [f"dw_{p.ident} = np.empty({p.size})", f"for k in range({p.size}):"]
         body = []
-        x, dx = p.transform.emit(body, f"theta[{p.offset} + k]", f"u_{p.name}")
-        lines += indent(body + [f"w_{p.name}[k] = {x}", f"dw_{p.name}[k] = {dx}"])
+        x, dx = p.transform.emit(body, f"theta[{p.offset} + k]", f"u_{p.ident}")
+        lines += indent(body + [f"w_{p.ident}[k] = {x}", f"dw_{p.ident}[k] = {dx}"])
     return lines
 
 
 def _event_reverse(layout):
     """Lines sweeping the adjoints of vector-transformed parameters back into ``grad``."""
-    return [p.transform.reverse_code(p.offset, p.name, "grad", "1.0 if jacobian else 0.0")
+    return [p.transform.reverse_code(p.offset, p.ident, "grad", "1.0 if jacobian else 0.0")
             for p in layout.params.values() if p.transform.event]
 
 
@@ -96,7 +99,7 @@ def _jacobian(layout, gradient):
         if p.transform.identity:
             continue
         if p.transform.event:  # its gradient is added by the reverse sweep
-            lines.append(f"lp += lj_{p.name}")
+            lines.append(f"lp += lj_{p.ident}")
             continue
         col = f"{p.offset}" if p.shape == () else f"{p.offset} + k"
         value, derivative = p.transform.emit_log_jacobian(f"theta[{col}]")
@@ -140,8 +143,12 @@ def _grad_target(col, row):
     return f"grad[{col}]"
 
 
-ENDING = ["if lp != lp:  # NaN from a potential or transform: reject the point", "    lp = -math.inf",
-          "return lp"]
+# A log density that is NaN or +inf (a potential's log(0) subtracted, inf - inf)
+# is a point to reject, not one to jump to: `not lp < inf` holds for both.
+ENDING = ["if not lp < math.inf:  # NaN or +inf: reject the point", "    lp = -math.inf", "return lp"]
+# The gradient functions also reject a finite lp whose gradient overflowed
+# (see ``event_transforms.reject_nonfinite_gradient``).
+GRAD_ENDING = ENDING[:-1] + ["return events.reject_nonfinite_gradient(lp, grad)"]
 
 
 def generate_source(model, layout):
@@ -188,7 +195,7 @@ def _gradient_functions(model, layout):
     grad.assign_first, grad.terms = True, model.terms
     terms = _terms(grad, model)
     body = (prologue + _zero_unassigned(layout, grad.assigned) + ["lp = 0.0"] + terms
-            + _event_reverse(layout) + _jacobian(layout, True) + ENDING)
+            + _event_reverse(layout) + _jacobian(layout, True) + GRAD_ENDING)
     out = _function("def core(theta, grad, fdata, idata, jacobian):", body)
     if not any(p.transform.event for p in layout.params.values()):
         chunked = Lowering(layout, gradient=True, target=_grad_target, chunks=CHUNKS)
@@ -198,7 +205,7 @@ def _gradient_functions(model, layout):
         merge += ["    grad += bufs[c]"] if chunked.uses_bufs else []
         out += _function("def core_parallel(theta, grad, fdata, idata, jacobian):",
                          prologue + ["grad[:] = 0.0", "lp = 0.0", f"lps = np.zeros({CHUNKS})"] + rows
-                         + terms + merge + _jacobian(layout, True) + ENDING,
+                         + terms + merge + _jacobian(layout, True) + GRAD_ENDING,
                          decorator=JIT.replace("numba.njit(", "numba.njit(parallel=True, "))
     out += _function("def logp_grad(theta, grad, fdata, idata):",
                      ["# `core`'s body, not a call: calling `core` would compile it and then",
@@ -250,14 +257,15 @@ def _observed_functions(model, layout, term):
     kept = _terms(Lowering(layout, gradient=False), model, "pointwise", term)
     dropped = (_terms(Lowering(layout, gradient=False), model, "pointwise", term, keep=_dropped)
                if _dropped(term) is not None else ["out[:] = 0.0"])
-    pointwise = _function(f"def pointwise_{term.name}(theta, fdata, idata, out, dropped):",
+    ident = layout.term_idents[term.name]
+    pointwise = _function(f"def pointwise_{ident}(theta, fdata, idata, out, dropped):",
                           value_prologue + ["if dropped:  # data only: called once per data set"]
                           + indent(dropped) + ["else:"] + indent(kept))
     return (pointwise
-            + _function(f"def per_sample_{term.name}(theta, fdata, idata, out):",
+            + _function(f"def per_sample_{ident}(theta, fdata, idata, out):",
                         grad_prologue + ["lp = 0.0"] + _terms(dense, model, "lp", term))
-            + [f"SLOTS_{term.name} = {sparse_rows.width}  # per row of per_sample_sparse_{term.name}", "", ""]
-            + _function(f"def per_sample_sparse_{term.name}(theta, fdata, idata, cols, vals):",
+            + [f"SLOTS_{ident} = {sparse_rows.width}  # per row of per_sample_sparse_{ident}", "", ""]
+            + _function(f"def per_sample_sparse_{ident}(theta, fdata, idata, cols, vals):",
                         grad_prologue + ["lp = 0.0"] + sparse))
 
 

@@ -17,11 +17,34 @@ class ModelError(ValueError):
     """A model is malformed: a bad name, shape, index or data array."""
 
 
-def _shape_of_broadcast(shapes, what):
-    try:
-        return np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise ModelError(f"{what}: shapes {' and '.join(map(str, shapes))} do not broadcast") from None
+#: How many levels of an expression ``label()`` shows: a shared sub-expression
+#: is written out at every use, so an unbounded label of an unrolled recursion
+#: has a length exponential in its depth.
+LABEL_DEPTH = 4
+
+
+def plate_shape(nodes, what):
+    """The shape of an elementwise combination of ``nodes``: ``()`` or ``(n,)``.
+
+    The one shape rule for every place expressions meet (operators, the
+    arguments of a term, a potential): scalars broadcast, vectors must have
+    equal lengths. A length-1 vector does not stretch to length n as in numpy:
+    plate lengths are read at run time, and a data array of length 1 today
+    may have length 5 after ``set_data``. ``what()`` describes the site in the
+    error; it is called only when there is one (labels cost time).
+    """
+    vectors = [n for n in nodes if n.shape != ()]
+    for node in nodes:
+        if node.ndim > 1:
+            raise ModelError(f"{what()}: {node.label()} has shape {node.shape}; only scalars and "
+                             "1-D vectors can be combined elementwise or be distribution arguments")
+    for node in vectors[1:]:
+        if node.shape != vectors[0].shape:
+            one = " (a length-1 vector does not broadcast: use a scalar)" if 1 in (
+                node.shape[0], vectors[0].shape[0]) else ""
+            raise ModelError(f"{what()}: {vectors[0].label()} has length {vectors[0].shape[0]} but "
+                             f"{node.label()} has length {node.shape[0]}{one}")
+    return vectors[0].shape if vectors else ()
 
 
 class Expr:
@@ -72,6 +95,9 @@ class Expr:
     def __matmul__(self, other):
         return MatVec(self, as_expr(other))
 
+    def __rmatmul__(self, other):
+        return MatVec(as_expr(other), self)
+
     def __getitem__(self, index):
         if isinstance(index, slice):
             return Slice(self, index)
@@ -81,8 +107,9 @@ class Expr:
                              "or a constant slice")
         return Gather(self, index)
 
-    def __array_ufunc__(self, *args, **kwargs):
-        return NotImplemented  # so numpy arrays defer to our operators
+    # numpy's protocol for "defer to my reflected operators": ``y - mu``,
+    # ``np.float64(2) * mu`` and ``X @ beta`` with numpy on the left call ours.
+    __array_ufunc__ = None
 
     def __bool__(self):
         raise TypeError("a model expression has no truth value; use it in a model term")
@@ -91,22 +118,19 @@ class Expr:
     def ndim(self):
         return len(self.shape)
 
-    def label(self):
-        """A short readable rendering, used in generated-code comments and errors."""
+    def label(self, depth=LABEL_DEPTH):
+        """A short readable rendering, used in generated-code comments and errors:
+        ``depth`` levels, deeper ones shown as ``...``."""
+        if depth <= 0 and self.children:
+            return "..."
+        return self._format([c.label(depth - 1) for c in self.children])
+
+    def _format(self, children):
         return type(self).__name__
 
     def leaves(self):
         """Every leaf node below (and including) this one, each once."""
-        seen, out, stack = set(), [], [self]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if not node.children:
-                out.append(node)
-            stack.extend(node.children)
-        return out
+        return [node for node in nodes(self) if not node.children]
 
     def depends_on_params(self):
         return any(isinstance(leaf, Param) for leaf in self.leaves())
@@ -118,8 +142,20 @@ class Param(Expr):
     def __init__(self, name, shape, constraint):
         self.name, self.shape, self.constraint = name, shape, constraint
 
-    def label(self):
+    def _format(self, children):
         return self.name
+
+
+def frozen_array(value, what):
+    """A read-only copy of a numeric, real array: a model keeps the data it was
+    given, whatever the caller later does to its own array."""
+    array = np.array(value, copy=True)
+    if np.iscomplexobj(array):
+        raise ModelError(f"{what}: complex data are not supported (dtype {array.dtype})")
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise ModelError(f"{what}: must be a numeric array, got dtype {array.dtype}")
+    array.flags.writeable = False
+    return array
 
 
 class Data(Expr):
@@ -130,17 +166,21 @@ class Data(Expr):
         self.shape = np.shape(value)
         self.value = value
 
-    def label(self):
+    def _format(self, children):
         return self.name if self.name is not None else f"array{self.shape}"
 
 
 class Const(Expr):
-    """A scalar constant."""
+    """A scalar constant: a real number or +-inf (``logaddexp(x, -inf)``); NaN is refused."""
 
     def __init__(self, value):
+        if np.iscomplexobj(value):
+            raise ModelError(f"constant {value!r}: complex numbers are not supported")
         self.value = float(value)
+        if self.value != self.value:
+            raise ModelError("a constant in a model expression is NaN")
 
-    def label(self):
+    def _format(self, children):
         return repr(self.value)
 
 
@@ -148,10 +188,11 @@ class Unary(Expr):
     """An elementwise function of one expression (``exp``, ``log``, ``neg``, ...)."""
 
     def __init__(self, op, arg):
-        self.op, self.children, self.shape = op, (arg,), arg.shape
+        self.op, self.children = op, (arg,)
+        self.shape = plate_shape((arg,), lambda: f"{op}({arg.label()})")
 
-    def label(self):
-        return f"{self.op}({self.children[0].label()})"
+    def _format(self, children):
+        return f"{self.op}({children[0]})"
 
 
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
@@ -162,12 +203,10 @@ class Binary(Expr):
 
     def __init__(self, op, left, right):
         self.op, self.children = op, (left, right)
-        self.shape = _shape_of_broadcast((left.shape, right.shape), f"{left.label()} {op} {right.label()}")
-        if len(self.shape) > 1:
-            raise ModelError(f"{self.label()}: only scalars and 1-D vectors can be combined elementwise")
+        self.shape = plate_shape(self.children, self.label)
 
-    def label(self):
-        left, right = (c.label() for c in self.children)
+    def _format(self, children):
+        left, right = children
         if self.op in SYMBOLS:
             return f"({left} {SYMBOLS[self.op]} {right})"
         return f"{self.op}({left}, {right})"
@@ -179,10 +218,13 @@ class Gather(Expr):
     def __init__(self, source, index):
         if source.ndim != 1:
             raise ModelError(f"{source.label()}[{index.label()}]: only vectors can be indexed")
+        if index.ndim != 1:
+            raise ModelError(f"{source.label()}[{index.label()}]: the index must be a 1-D integer "
+                             f"array, got shape {index.shape}")
         self.children, self.shape = (source, index), index.shape
 
-    def label(self):
-        return f"{self.children[0].label()}[{self.children[1].label()}]"
+    def _format(self, children):
+        return f"{children[0]}[{children[1]}]"
 
 
 class Slice(Expr):
@@ -195,8 +237,8 @@ class Slice(Expr):
         self.children = (source,)
         self.shape = (len(range(self.start, self.stop, self.step)),)
 
-    def label(self):
-        return f"{self.children[0].label()}[{self.start}:{self.stop}:{self.step}]"
+    def _format(self, children):
+        return f"{children[0]}[{self.start}:{self.stop}:{self.step}]"
 
 
 class MatVec(Expr):
@@ -212,18 +254,34 @@ class MatVec(Expr):
                              f"{vector.shape} do not match")
         self.children, self.shape = (matrix, vector), (matrix.shape[0],)
 
-    def label(self):
-        return f"({self.children[0].label()} @ {self.children[1].label()})"
+    def _format(self, children):
+        return f"({children[0]} @ {children[1]})"
 
 
 class Sum(Expr):
     """The sum of all elements of an expression: a scalar."""
 
     def __init__(self, arg):
+        plate_shape((arg,), lambda: f"sum({arg.label()})")
         self.children = (arg,)
 
-    def label(self):
-        return f"sum({self.children[0].label()})"
+    def _format(self, children):
+        return f"sum({children[0]})"
+
+
+def nodes(root, stop=None):
+    """Every node below (and including) ``root``, each once, not descending below
+    a node for which ``stop(node)`` is true (nor yielding it). Walks that recurse
+    into every child instead revisit a shared sub-expression once per path:
+    exponential in the depth of an unrolled recursion."""
+    seen, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or (stop is not None and stop(node)):
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(node.children)
 
 
 def as_expr(value):
@@ -236,7 +294,8 @@ def as_expr(value):
         array = np.asarray(value)
         if array.ndim == 0:
             return Const(array)
-        return Data(None, array, integer=np.issubdtype(array.dtype, np.integer))
+        return Data(None, frozen_array(array, "an array in a model expression"),
+                    integer=np.issubdtype(array.dtype, np.integer))
     raise TypeError(f"cannot use {type(value).__name__} {value!r} in a model expression")
 
 

@@ -8,6 +8,13 @@ signature ``(theta, grad, fdata, idata)``: floating-point values in
 offset, rows, columns, and for an index array whether it never decreases),
 which generated code reads at run time: sizes are never compiled in, so new
 data of another size need no recompilation.
+
+Generated code never spells a user's name as an identifier: Python folds
+identifiers by NFKC (``"ﬁ"`` and ``"fi"`` are one variable) and prefixes can
+meet (term ``sparse_y``'s ``per_sample_sparse_y`` is also term ``y``'s sparse
+function). Every parameter, data array and term gets an ``ident`` instead,
+``<ascii name or "x">_<k>`` with ``k`` unique in the model: no two are equal,
+none ends like a fixed name of the generated code, and comments keep the name.
 """
 
 from typing import NamedTuple, Tuple
@@ -27,6 +34,7 @@ class ParamSlot(NamedTuple):
     offset: int
     shape: Tuple[int, ...]
     transform: Transform
+    ident: str  # in generated identifiers (see the module docstring)
 
     @property
     def size(self):
@@ -46,6 +54,12 @@ class DataSlot(NamedTuple):
     as_value: bool   # read as floating-point values (in fdata)
     as_index: bool   # used as an index array (in idata)
     ndim: int
+    ident: str       # in generated identifiers (see the module docstring)
+
+
+def identifier(name, k):
+    """The identifier generated code uses for the ``k``-th name of a model."""
+    return f"{name if name.isascii() else 'x'}_{k}"
 
 
 def module_alias(spec):
@@ -59,31 +73,39 @@ class Layout:
     def __init__(self, model):
         self.params, offset = {}, 0
         for name, node in model.params.items():
-            self.params[name] = ParamSlot(name, offset, node.shape, model.transforms[name])
+            self.params[name] = ParamSlot(name, offset, node.shape, model.transforms[name],
+                                          identifier(name, len(self.params)))
             offset += self.params[name].size
         self.dim = offset
         self._names = {}     # id(Data node) -> stored name
         self.anonymous = {}  # generated name -> array, for arrays given without a name
         self.data = {}
+        seen = set()  # (node, as_index): a shared sub-expression is collected once
         for term in model.terms:
             for node in term.args:
-                self._collect(node, model)
+                self._collect(node, seen)
+        first = len(self.params) + len(self.data)
+        self.term_idents = {term.name: identifier(term.name, first + k) for k, term in enumerate(model.terms)}
 
-    def _collect(self, node, model, as_index=False):
+    def _collect(self, node, seen, as_index=False):
+        if (id(node), as_index) in seen:
+            return
+        seen.add((id(node), as_index))
         if isinstance(node, ex.Data):
             name = self.data_name(node) if id(node) in self._names else self._name(node)
             slot = self.data.get(name)
             value_use = not as_index or (slot is not None and slot.as_value)
             index_use = as_index or (slot is not None and slot.as_index)
             position = len(self.data) if slot is None else slot.position
-            self.data[name] = DataSlot(name, position, value_use, index_use, node.ndim)
+            self.data[name] = DataSlot(name, position, value_use, index_use, node.ndim,
+                                       identifier(name, len(self.params) + position))
             return
         if isinstance(node, ex.Gather):
-            self._collect(node.children[0], model)
-            self._collect(node.children[1], model, as_index=True)
+            self._collect(node.children[0], seen)
+            self._collect(node.children[1], seen, as_index=True)
             return
         for child in node.children:
-            self._collect(child, model)
+            self._collect(child, seen)
 
     def _name(self, node):
         name = node.name if node.name is not None else f"_a{len(self._names)}"
@@ -95,6 +117,15 @@ class Layout:
     def data_name(self, node):
         """The name under which ``node``'s array is stored (generated for unnamed arrays)."""
         return self._names[id(node)]
+
+    def stored_name(self, node):
+        """``data_name``, or for a node no term reads (only a deterministic) its own
+        name (None when it has none: its array is its value)."""
+        return self._names.get(id(node), node.name)
+
+    def data_ident(self, node):
+        """The identifier of ``node``'s array in generated code."""
+        return self.data[self.data_name(node)].ident
 
     def pack(self, arrays):
         """``(fdata, idata)`` holding ``arrays`` (name -> ndarray) and the header."""
@@ -125,8 +156,8 @@ class Layout:
         ``sorted_<name>`` from the header."""
         lines = []
         for slot in sorted(self.data.values(), key=lambda s: s.position):
-            h, name = HEADER_WIDTH * slot.position, slot.name
-            lines.append(f"n_{name} = idata[{h + 2}]")
+            h, name = HEADER_WIDTH * slot.position, slot.ident
+            lines.append(f"n_{name} = idata[{h + 2}]  # {slot.name}")
             if slot.as_value:
                 if slot.ndim == 2:
                     lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name} * idata[{h + 3}]]"

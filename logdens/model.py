@@ -12,7 +12,7 @@ import numpy as np
 
 from logdens.distributions.frozen import Distribution
 from logdens import transforms
-from logdens.expr import Data, Expr, ModelError, Param, as_expr
+from logdens.expr import Data, Expr, ModelError, Param, as_expr, frozen_array, plate_shape
 
 
 class Term(NamedTuple):
@@ -80,7 +80,7 @@ class Model:
         prior); an explicit ``constraint`` overrides it.
         """
         self._claim(name, "parameter")
-        shape = (int(shape),) if np.ndim(shape) == 0 and shape != () else tuple(int(s) for s in shape)
+        shape = _checked_shape(shape, name)
         if len(shape) > 1:
             raise ModelError(f"parameter {name!r}: shape {shape}: only scalars and vectors are supported")
         if prior is not None and not isinstance(prior, Distribution):
@@ -103,9 +103,7 @@ class Model:
     def data(self, name, value):
         """Named data: usable in expressions and replaceable by ``set_data``."""
         self._claim(name, "data")
-        array = np.asarray(value)
-        if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-            raise ModelError(f"data {name!r}: must be a numeric array, got dtype {array.dtype}")
+        array = frozen_array(value, f"data {name!r}")
         node = Data(name, array, integer=np.issubdtype(array.dtype, np.integer))
         self.data_nodes[name] = node
         return node
@@ -113,6 +111,7 @@ class Model:
     def deterministic(self, name, expr):
         """A named function of parameters kept in the sampler output."""
         self._claim(name, "deterministic")
+        self._check_own(as_expr(expr), f"deterministic {name!r}")
         self.deterministics[name] = as_expr(expr)
         return self.deterministics[name]
 
@@ -140,14 +139,33 @@ class Model:
     def _add_term(self, term):
         if any(t.name == term.name for t in self.terms):
             raise ModelError(f"term {term.name!r}: a term of that name exists already")
+        for arg in term.args:
+            self._check_own(arg, f"term {term.name!r}")
         if term.dist is not None:
-            shapes = [a.shape for a in term.args]
-            try:
-                np.broadcast_shapes(*shapes)
-            except ValueError:
-                raise ModelError(f"term {term.name!r}: {term.dist.spec.name} arguments have shapes "
-                                 f"{shapes} that do not broadcast") from None
+            plate_shape(term.args, lambda: f"term {term.name!r}: {term.dist.spec.name} arguments")
         self.terms.append(term)
+
+    def _check_own(self, expr, what):
+        """Refuse parameters and named data of another model (or a stale copy of ours)."""
+        for leaf in expr.leaves():
+            if isinstance(leaf, Param):
+                kind, mine = "parameter", self.params.get(leaf.name)
+            elif isinstance(leaf, Data) and leaf.name is not None:
+                kind, mine = "data", self.data_nodes.get(leaf.name)
+            else:
+                continue
+            if mine is not leaf:
+                raise ModelError(f"{what}: {kind} {leaf.name!r} belongs to another model; "
+                                 "build every term from this model's m.param(...) and m.data(...)")
+
+    def snapshot(self):
+        """A copy that later ``param``/``observe``/... calls on this model do not
+        change: what a compiled density depends on is fixed at ``compile()``."""
+        copy = Model.__new__(Model)
+        copy.params, copy.transforms = dict(self.params), dict(self.transforms)
+        copy.data_nodes, copy.deterministics = dict(self.data_nodes), dict(self.deterministics)
+        copy.terms, copy._names = tuple(self.terms), frozenset(self._names)
+        return copy
 
     def compile(self, backend="cpu", cache_dir=None, parallel=False):
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
@@ -160,7 +178,16 @@ class Model:
         samplers stays serial, since chains already run in parallel.
         """
         from logdens.engine import compile_model
-        return compile_model(self, backend=backend, cache_dir=cache_dir, parallel=parallel)
+        return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel)
+
+
+def _checked_shape(shape, name):
+    """``shape`` as a tuple of non-negative ints (``shape=2.7`` is an error, not 2)."""
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0:
+            raise ModelError(f"parameter {name!r}: shape={shape!r}: lengths must be non-negative integers")
+    return tuple(int(d) for d in dims)
 
 
 def _resolve_support(support, prior, name):

@@ -73,8 +73,13 @@ def _reads(term, layout):
     at_row, other, indices = set(), set(), []
     row_only = True
 
+    seen = set()  # (node, row): a shared sub-expression is visited once per context
+
     def walk(node, row):
         nonlocal row_only
+        if (id(node), row) in seen:
+            return
+        seen.add((id(node), row))
         if isinstance(node, ex.Data):
             (at_row if row and node.shape != () else other).add(layout.data_name(node))
         elif isinstance(node, ex.Param):

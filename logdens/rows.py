@@ -53,7 +53,7 @@ class DenseRows:
         return [f"out[b0:b1, {a}:{b}] = 0.0" for a, b in spans]
 
     def event_reverse(self, p, row):
-        return [p.transform.reverse_code(p.offset, p.name, f"out[<<global:{row}>>]", "0.0")]
+        return [p.transform.reverse_code(p.offset, p.ident, f"out[<<global:{row}>>]", "0.0")]
 
     def prologue(self):
         return []
@@ -116,7 +116,7 @@ class SparseRows:
         """An event transform's reverse sweep writes at the parameter's own columns:
         into the dense scratch row ``erow``, then copied to the slots."""
         a, b, slot = p.offset, p.offset + p.size, self.fixed[p.name]
-        return [f"erow[{a}:{b}] = 0.0", p.transform.reverse_code(p.offset, p.name, "erow", "0.0"),
+        return [f"erow[{a}:{b}] = 0.0", p.transform.reverse_code(p.offset, p.ident, "erow", "0.0"),
                 f"vals[<<global:{row}>>, {slot}:{slot + p.size}] += erow[{a}:{b}]"]
 
     def prologue(self):

@@ -30,34 +30,59 @@ def check_arrays(layout, model, arrays):
                 raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite")
 
 
-def length(node, arrays, layout, where):
-    """Runtime plate length of ``node`` (None for scalars), checking that lengths agree."""
-    if node.shape == ():
-        return None
-    if isinstance(node, ex.Param) or isinstance(node, ex.Slice):
-        if isinstance(node, ex.Slice):
-            length(node.children[0], arrays, layout, where)
-        return node.shape[0]
+def length(node, arrays, layout, where, memo=None):
+    """Runtime plate length of ``node`` (None for scalars), checking every node below
+    it, scalar ones included (a sum hides a plate): lengths that must agree do,
+    indices lie inside what they index, a slice's source keeps the length it was
+    sliced at. The kernels rely on all of it and check none of it. ``memo`` makes
+    shared sub-expressions cost one visit."""
+    memo = {} if memo is None else memo
+    if id(node) not in memo:
+        memo[id(node)] = _length(node, arrays, layout, where, memo)
+    return memo[id(node)]
+
+
+def _length(node, arrays, layout, where, memo):
+    below = [length(c, arrays, layout, where, memo) for c in node.children]
+    if isinstance(node, ex.Param):
+        return node.shape[0] if node.shape else None
     if isinstance(node, ex.Data):
-        return len(arrays[layout.data_name(node)])
+        return len(_array(node, arrays, layout)) if node.shape else None
+    if isinstance(node, ex.Slice):
+        source = node.children[0]
+        if below[0] != source.shape[0]:
+            raise ModelError(f"{where}: {node.label()} slices {source.label()}, which had length "
+                             f"{source.shape[0]} when the model was built and now has length {below[0]}; "
+                             "a sliced array keeps its length")
+        return node.shape[0]
     if isinstance(node, ex.Gather):
-        source, index = node.children
-        n_source = length(source, arrays, layout, where)
-        idx = arrays[layout.data_name(index)]
-        inside = (idx >= 0) & (idx < n_source)
+        (source, index), idx = node.children, _array(node.children[1], arrays, layout)
+        inside = (idx >= 0) & (idx < below[0])
         if not np.all(inside):
-            raise ModelError(f"{where}: index {_first_violation(layout.data_name(index), idx, inside)} "
-                             f"is out of bounds for {source.label()} of length {n_source}")
+            raise ModelError(f"{where}: index {_first_violation(_shown(index, layout), idx, inside)} "
+                             f"is out of bounds for {source.label()} of length {below[0]}")
         return len(idx)
     if isinstance(node, ex.MatVec):
         matrix, vector = node.children
-        X = arrays[layout.data_name(matrix)]
+        X = _array(matrix, arrays, layout)
         if X.shape[1] != vector.shape[0]:
             raise ModelError(f"{where}: {matrix.label()} has {X.shape[1]} columns but "
                              f"{vector.label()} has length {vector.shape[0]}")
         return X.shape[0]
-    lengths = [(c, length(c, arrays, layout, where)) for c in node.children]
-    return _agree(lengths, where)
+    if isinstance(node, ex.Sum):
+        return None
+    return _agree(list(zip(node.children, below)), where)
+
+
+def _array(node, arrays, layout):
+    """The current array of a data node: by its stored name, or (read only by a
+    deterministic, so not packed) its own name or value."""
+    name = layout.stored_name(node)
+    return arrays[name] if name is not None else node.value
+
+
+def _shown(node, layout):
+    return layout.stored_name(node) or node.label()
 
 
 def _agree(lengths, where):
@@ -71,6 +96,8 @@ def _agree(lengths, where):
 
 def check_terms(model, layout, arrays):
     """Plate lengths, indices, observed values in the support, data parameters valid."""
+    for name, expr in model.deterministics.items():
+        length(expr, arrays, layout, f"deterministic {name!r}")
     for term in model.terms:
         where = f"term {term.name!r}"
         if term.dist is None:
@@ -78,7 +105,8 @@ def check_terms(model, layout, arrays):
             continue
         spec = term.dist.spec
         args = term.args
-        _agree([(a, length(a, arrays, layout, where)) for a in args], where)
+        memo = {}
+        _agree([(a, length(a, arrays, layout, where, memo)) for a in args], where)
         known = {n: _fixed_value(a, arrays, layout) for n, a in zip(spec.arg_names, args)}
         known = {n: v for n, v in known.items() if v is not None}
         checks = [("x", spec.support, "value")] + [(p.name, p.constraint, "parameter") for p in spec.params]

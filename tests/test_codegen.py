@@ -114,7 +114,7 @@ def test_a_sum_over_a_parameter_read_nowhere_else_takes_one_pass():
     m.observe("y", ld.Normal(mu, 1.5), DATA["y"])
     density = m.compile()
     core = _core(density)
-    assert core.count("vmath.exp(") == 2  # x's transform and exp(-x), once each: one pass
+    assert core.count("vmath.exp(") + core.count("events.floored_exp(") == 2  # x's transform and exp(-x): one pass
     assert "] *= a" in core and "grad[0:6] = 0.0" not in core
     rng = np.random.default_rng(5)
     for theta in rng.normal(scale=0.8, size=(3, density.dim)):
@@ -159,7 +159,7 @@ def test_blocked_loop_with_gather_slice_and_product():
     loc = b[m.data("idx", rng.integers(0, K, n))] + m.data("X", rng.normal(size=(n, D))) @ beta + c[::2]
     m.observe("y", ld.Normal(loc, s), rng.normal(size=n))
     density = m.compile()
-    assert f"for b0 in range(0, n_y, {BLOCK}):" in density.source()
+    assert re.search(rf"for b0 in range\(0, n_y_\d+, {BLOCK}\):", density.source())
     theta = np.random.default_rng(6).normal(scale=0.5, size=density.dim)
     check_gradient(density, theta, np.random.default_rng(7))
     lp, grad = density.log_density_gradient(theta)
@@ -232,7 +232,7 @@ def test_sorted_and_shuffled_rows_give_the_same_gradient(labels, gathered):
     location = a if gathered == "param" else ld.log(a) * s + b
     m.observe("y", ld.Normal(location[m.data("g", group)] + b * m.data("x", x), 1.3), y)
     density = m.compile()
-    assert "first, last = i_g_b0[0]" in density.source()
+    assert re.search(r"first, last = i_g_\d+_b0\[0\]", density.source())
     hoisted = re.search(r"\bh\d+ = np\.empty", density.source()) is not None
     assert hoisted == (gathered == "expression")
     theta = rng.normal(scale=0.5, size=density.dim)

@@ -456,3 +456,71 @@ def test_batch_forms_of_constrain_and_pointwise(hierarchical):
         for name, value in one.items():
             np.testing.assert_allclose(batch[name][k], value, rtol=1e-13)
         np.testing.assert_array_equal(pointwise["c"][k], hierarchical.pointwise_log_likelihood(theta)["c"])
+
+
+def _small_density(backend="cpu"):
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 5))
+    tau = m.param("tau", ld.HalfCauchy(5))
+    w = m.param("w", ld.Beta(2, 2))
+    loc = m.param("loc", ld.Normal(0, 1), shape=3, constraint=ld.ordered)
+    p = m.param("p", shape=3, constraint=ld.simplex)
+    m.observe("y", ld.Normal(mu + loc, tau), np.array([0.1, 0.5, 2.0]))
+    m.potential("mix", ld.log(w) + ld.sum(ld.log(p)))
+    return m.compile(backend=backend)
+
+
+def test_read_only_arrays_are_accepted():
+    """JAX's callbacks pass read-only arrays; numba's signature wanted writable ones."""
+    density = _small_density()
+    theta = np.random.default_rng(0).normal(size=density.dim)
+    expected = density.log_density_gradient(theta)
+    frozen = theta.copy()
+    frozen.flags.writeable = False
+    lp, grad = density.log_density_gradient(frozen)
+    assert lp == expected[0] and np.array_equal(grad, expected[1])
+    assert density.log_density(frozen) == density.log_density(theta)
+    batch = np.tile(frozen, (2, 1))
+    batch.flags.writeable = False
+    np.testing.assert_array_equal(density.log_density_gradient_batch(batch)[0], [lp, lp])
+    out = np.empty(density.dim)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="out is read-only"):
+        density.log_density_gradient(theta, out=out)
+
+
+def test_complex_theta_is_refused():
+    density = _small_density(backend="python")
+    with pytest.raises(ValueError, match="theta must be real"):
+        density.log_density(np.zeros(density.dim) + 0j)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"tau": -1.0}, r"parameter tau=-1.0 is outside its support: must be > 0.0"),
+    ({"tau": 0.0}, r"parameter tau=0.0 is outside its support"),
+    ({"w": 1.0}, r"parameter w=1.0 is outside its support: must be in \(0.0, 1.0\)"),
+    ({"mu": np.inf}, r"parameter mu=inf is outside its support: must be finite"),
+    ({"loc": [0.0, 2.0, 1.0]}, r"parameter loc\[2\]=1.0 is outside its support: must be ordered"),
+    ({"p": [0.5, 0.6, -0.1]}, r"parameter p\[2\]=-0.1 is outside its support: must be simplex"),
+    ({"p": [0.5, 0.6, 0.1]}, r"parameter 'p' sums to 1.2.*must sum to 1"),
+])
+def test_unconstrain_names_a_value_outside_the_support(values, message):
+    density = _small_density(backend="python")
+    good = {"mu": 0.0, "tau": 1.0, "w": 0.5, "loc": [0.0, 1.0, 2.0], "p": [0.2, 0.3, 0.5]}
+    theta = density.unconstrain(good)
+    assert np.all(np.isfinite(theta))
+    with pytest.raises(ValueError, match=message):
+        density.unconstrain({**good, **values})
+
+
+def test_a_positive_infinite_log_density_is_a_rejected_point():
+    """``-log(logistic(x))`` at x = -800 is +inf: a sampler must not jump there."""
+    m = ld.Model()
+    x = m.param("x", ld.Normal(0, 1))
+    m.potential("p", -ld.log(ld.logistic(x)))
+    density, twin = m.compile(), m.compile(backend="python")
+    far = np.array([-800.0])
+    assert density.log_density_gradient(far)[0] == -np.inf
+    assert density.log_density(far) == -np.inf and twin.log_density(far) == -np.inf
+    assert density.log_density_gradient_batch(np.array([far, [0.0]]))[0][0] == -np.inf
+    assert np.isfinite(density.log_density(np.array([0.0])))

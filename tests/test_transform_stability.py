@@ -16,9 +16,7 @@ heavy-tailed u (Cauchy scaled by 1, 10, 100, 1000):
   astronomically low (InverseGamma's b / x^2 below x = 1e-154, a Normal
   scale's z^2 / sigma), and gradients beyond the largest float (lp near
   -1.8e308). No finite partial in x exists there; the engine's gradient
-  functions reject the point (``events.reject_nonfinite_gradient``). Those
-  tests are marked ``needs_guard``: an expected failure until the generated
-  code calls the guard, then ordinary tests.
+  functions reject the point (``events.reject_nonfinite_gradient``).
 """
 
 import numpy as np
@@ -29,19 +27,6 @@ from engine_helpers import check_gradient, directional_fd
 from logdens import event_transforms as events
 from logdens.event_transforms import LOG_FLOOR, floored_exp, floored_logistic
 from logdens.transforms import Interval, LowerBound, UpperBound
-
-
-def _engine_guards_gradient():
-    """Whether the generated gradient functions reject a non-finite gradient
-    (the engine's part of the fix; the Python backend generates without compiling)."""
-    m = ld.Model()
-    m.param("s", ld.Exponential(1.0))
-    return "reject_nonfinite_gradient" in m.compile(backend="python").source()
-
-
-needs_guard = pytest.mark.xfail(
-    not _engine_guards_gradient(), strict=True,
-    reason="needs the engine's gradient functions to end with events.reject_nonfinite_gradient")
 
 
 # ----- models ------------------------------------------------------------
@@ -288,7 +273,6 @@ GUARDED = [inverse_gamma, inverse_gamma_vector, weibull, positive_ordered_normal
            _dirichlet, _scale, _eight_schools]
 
 
-@needs_guard
 @pytest.mark.parametrize("build", GUARDED, ids=lambda b: b.__name__)
 def test_sweep_of_guarded_models(build):
     assert_sweep(compiled(build), n=20000)
@@ -302,7 +286,6 @@ REJECTED = [(inverse_gamma, [-446.74824575]),
             (_dirichlet, [20.85518237, -892.26096672, 21.20287855])]
 
 
-@needs_guard
 @pytest.mark.parametrize("build, u", REJECTED, ids=lambda v: getattr(v, "__name__", "u"))
 def test_overflowing_gradient_rejects_the_point(build, u):
     """The gradient function says -inf; the value alone stays what it was

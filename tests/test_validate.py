@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import logdens as ld
 from logdens.expr import ModelError
@@ -82,7 +83,7 @@ def test_invalid_data_parameter_is_named():
 def test_shapes_that_do_not_broadcast():
     m = ld.Model()
     z = m.param("z", shape=4)
-    with pytest.raises(ModelError, match=r"shapes \(4,\) and \(3,\)"):
+    with pytest.raises(ModelError, match=r"z has length 4 but array\(3,\) has length 3"):
         z + np.zeros(3)
 
 
@@ -111,3 +112,67 @@ def test_observed_value_must_be_data():
     mu = m.param("mu")
     with pytest.raises(ModelError, match="must be data"):
         m.observe("y", ld.Normal(0, 1), mu + 1.0)
+
+
+def test_set_data_rechecks_a_slice_of_a_gather():
+    """The kernel reads ``a[g][0:5]`` rows 0..4 of the gather: ``g`` of length 2
+    wrote gradients out of bounds (a segfault) before ``set_data`` checked it."""
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1), shape=3)
+    g = m.data("g", np.array([0, 1, 2, 0, 1, 2]))
+    m.observe("y", ld.Normal(a[g][0:5], 1), np.zeros(5))
+    density = m.compile()
+    with pytest.raises(ModelError, match=r"term 'y': a\[g\]\[0:5:1\] slices a\[g\], which had length 6 "
+                                         r"when the model was built and now has length 2"):
+        density.set_data(g=np.array([0, 1]))
+    lp, grad = density.log_density_gradient(np.ones(3), propto=False)  # the old data are kept
+    assert lp == pytest.approx(8 * stats.norm.logpdf(1.0), rel=1e-13)
+    np.testing.assert_allclose(grad, [-1.0 - 2.0, -1.0 - 2.0, -1.0 - 1.0], rtol=1e-13)
+
+
+def test_set_data_rechecks_a_slice_of_data():
+    m = ld.Model()
+    mu = m.param("mu")
+    x = m.data("x", np.arange(10.0))
+    m.observe("y", ld.Normal(mu + x[2:8], 1.0), np.zeros(6))
+    density = m.compile()
+    with pytest.raises(ModelError, match=r"x\[2:8:1\] slices x, which had length 10 .* now has length 3"):
+        density.set_data(x=np.arange(3.0))
+
+
+def test_a_plate_inside_a_sum_is_checked():
+    """``ld.sum`` makes a potential scalar; the lengths below it are checked all the same."""
+    m = ld.Model()
+    mu = m.param("mu", shape=3)
+    x = m.data("x", np.array([1.0, 2.0, 3.0]))
+    m.potential("p", ld.sum(-0.5 * ld.square(x - mu)))
+    density = m.compile()
+    with pytest.raises(ModelError, match=r"term 'p': x has length 4 but mu has length 3|"
+                                         r"term 'p': mu has length 3 but x has length 4"):
+        density.set_data(x=np.zeros(4))
+
+
+def test_indices_read_only_by_a_deterministic_are_checked():
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1), shape=3)
+    g = m.data("g", np.array([0, 2]))
+    m.deterministic("picked", a[g])
+    density = m.compile()
+    with pytest.raises(ModelError, match=r"deterministic 'picked': index g\[1\]=-1 is out of bounds"):
+        density.set_data(g=np.array([0, -1]))
+    m2 = ld.Model()
+    a2 = m2.param("a", ld.Normal(0, 1), shape=3)
+    m2.deterministic("picked", a2[m2.data("g", np.array([3]))])
+    with pytest.raises(ModelError, match=r"deterministic 'picked': index g\[0\]=3 is out of bounds"):
+        m2.compile()
+
+
+def test_complex_data_are_refused():
+    m = ld.Model()
+    with pytest.raises(ModelError, match=r"data 'x': complex data are not supported"):
+        m.data("x", np.array([1.0 + 2.0j]))
+    mu = m.param("mu")
+    m.observe("y", ld.Normal(mu, 1.0), np.zeros(2))
+    density = m.compile()
+    with pytest.raises(ModelError, match=r"set_data: data 'y': complex"):
+        density.set_data(y=np.array([1.0 + 1.0j, 0.0]))

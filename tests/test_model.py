@@ -1,0 +1,86 @@
+"""Model building: shapes, nodes of another model, and a compiled density that
+later edits of the model or of the caller's arrays do not change."""
+
+import numpy as np
+import pytest
+
+import logdens as ld
+from logdens.expr import ModelError
+
+
+@pytest.mark.parametrize("shape", [2.7, (3, 1.5), -1, "3", True])
+def test_shapes_must_be_non_negative_integers(shape):
+    m = ld.Model()
+    with pytest.raises(ModelError, match=r"parameter 'z': shape=.*non-negative integers"):
+        m.param("z", shape=shape)
+
+
+def test_integer_like_shapes_are_accepted():
+    m = ld.Model()
+    assert m.param("a", shape=np.int64(3)).shape == (3,)
+    assert m.param("b", shape=(2,)).shape == (2,)
+
+
+def test_parameters_and_data_of_another_model_are_named_in_the_error():
+    first, second = ld.Model(), ld.Model()
+    mu = first.param("mu")
+    x = first.data("x", np.zeros(3))
+    second.param("mu")
+    with pytest.raises(ModelError, match=r"term 'y': parameter 'mu' belongs to another model"):
+        second.observe("y", ld.Normal(mu, 1.0), np.zeros(3))
+    with pytest.raises(ModelError, match=r"potential 'p': parameter 'mu' belongs to another model|"
+                                         r"term 'p': parameter 'mu' belongs to another model"):
+        second.potential("p", -mu * mu)
+    with pytest.raises(ModelError, match=r"term 'w': data 'x' belongs to another model"):
+        second.observe("w", ld.Normal(0.0, 1.0), x)
+    with pytest.raises(ModelError, match=r"deterministic 'd': parameter 'mu' belongs to another model"):
+        second.deterministic("d", mu + 1.0)
+
+
+def test_two_dimensional_observed_data_is_a_model_error():
+    m = ld.Model()
+    mu = m.param("mu")
+    with pytest.raises(ModelError, match=r"term 'y': Normal arguments: y has shape \(4, 2\)"):
+        m.observe("y", ld.Normal(mu, 1.0), np.zeros((4, 2)))
+
+
+def _normal_model(y):
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 10))
+    m.deterministic("shifted", mu + m.data("shift", y))
+    m.observe("y", ld.Normal(mu, 1.0), y)
+    return m
+
+
+def test_terms_added_after_compile_do_not_change_the_density():
+    y = np.array([0.5, 1.5, -0.5])
+    m = _normal_model(y)
+    density = m.compile(backend="python")
+    before = density.log_density_gradient(np.array([0.3]))
+    m.param("extra", ld.Normal(0, 1))
+    m.observe("z", ld.Normal(0.0, 1.0), np.ones(2))
+    density.set_data(y=y + 1.0)
+    density.set_data(y=y)
+    lp, grad = density.log_density_gradient(np.array([0.3]))
+    assert lp == before[0] and np.array_equal(grad, before[1])
+    assert set(density.constrain(np.array([0.3]))) == {"mu", "shifted"}
+    assert list(density.pointwise_log_likelihood(np.array([0.3]))) == ["y"]
+
+
+def test_the_callers_arrays_are_copied():
+    """An in-place edit of an array given to the model or to ``set_data`` changes
+    neither the density nor the deterministics: both keep what they were given."""
+    y = np.array([0.5, 1.5, -0.5])
+    m = _normal_model(y)
+    density = m.compile(backend="python")
+    theta = np.array([0.3])
+    lp, shifted = density.log_density(theta), density.constrain(theta)["shifted"].copy()
+    y[:] = 100.0
+    assert density.log_density(theta) == lp
+    np.testing.assert_array_equal(density.constrain(theta)["shifted"], shifted)
+    new = np.array([1.0, 2.0])
+    density.set_data(y=new, shift=new)
+    lp_new = density.log_density(theta)
+    new[:] = -50.0
+    assert density.log_density(theta) == lp_new
+    np.testing.assert_array_equal(density.constrain(theta)["shifted"], [1.3, 2.3])
