@@ -37,7 +37,7 @@ import numpy as np
 from scipy import special as sp
 
 from logdens.distributions import special, vmath
-from logdens.distributions.jit import jitable
+from logdens.distributions.jit import fast_kernel, jitable
 
 #: Unconstrained coordinates below this are read as this by exp and logistic.
 LOG_FLOOR = -700.0
@@ -67,7 +67,7 @@ def floored_logistic(u):
     return s, (0.0 if u < LOG_FLOOR else s * (1.0 - s))
 
 
-@jitable
+@fast_kernel
 def reject_nonfinite_gradient(lp, grad):
     """``lp``, or ``-inf`` where ``lp`` is finite and an entry of ``grad`` is not.
 
@@ -83,11 +83,10 @@ def reject_nonfinite_gradient(lp, grad):
     is rejected, as a sampler would reject it. ``log_density``, which
     computes no gradient, keeps its finite value there.
     """
-    if lp > -math.inf:
-        for k in range(grad.size):
-            if not abs(grad[k]) < math.inf:
-                return -math.inf
-    return lp
+    nonfinite = 0.0
+    for k in range(grad.size):  # no branch in the loop: it vectorizes (fast_kernel's reassoc)
+        nonfinite += grad[k] * 0.0  # 0 for a finite entry, NaN for inf or NaN
+    return lp if nonfinite == 0.0 else -math.inf
 
 
 @jitable
