@@ -3,6 +3,7 @@
 Run: python benchmarks/bench_samplers.py [--models eight_schools,logistic]
      [--tools logdens,nutpie] [--draws 1000] [--tune 1000] [--json out.json]
      python benchmarks/bench_samplers.py --report out.json   (tables again)
+     python benchmarks/bench_samplers.py --first-call 3      (first ld.nuts, fresh caches)
 
 Every (model, tool) pair runs in a fresh Python process pinned to one core
 (``--core``), with one thread for numba, BLAS and XLA and an empty numba cache
@@ -374,8 +375,9 @@ def run_numpyro(spec, data, draws, tune, seed):
 KERNEL_S = [0.0]
 # The library code a logdens run compiles once per install (numba's disk cache
 # keeps it): the samplers' NUTS loop and the vectorizable exp/log/log1p.
-LIBRARY_CODE = ("import samplers\nfrom samplers import kernel\nkernel.chunk_runner(kernel.NUTS, False)\n"
-                "from distributions import vmath\nvmath.exp(1.0); vmath.log(1.0); vmath.log1p(1.0)\n")
+LIBRARY_CODE = ("from logdens.samplers import kernel\nkernel.chunk_runner(kernel.NUTS, False)\n"
+                "from logdens.distributions import vmath\n"
+                "vmath.exp(1.0); vmath.log(1.0); vmath.log1p(1.0)\n")
 #: Whether logdens adds the pointwise log-likelihood group (``--log-likelihood``).
 LOG_LIKELIHOOD = [False]
 #: Whether PyMC runs its convergence checks (its default; ``--no-pymc-checks``).
@@ -589,6 +591,47 @@ def machine(args):
         f"load average at the start: {os.getloadavg()}"])
 
 
+# The first ``ld.nuts`` of a process, phase by phase (``--first-call``): a
+# two-parameter model on four observations, so that compiling is all there is.
+FIRST_CALL_CODE = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+import logdens as ld
+t1 = time.perf_counter()
+m = ld.Model()
+mu = m.param("mu", ld.Normal(0, 5))
+sigma = m.param("sigma", ld.HalfNormal(2))
+m.observe("y", ld.Normal(mu, sigma), np.array([1.0, 2.0, 0.5, 1.5]))
+density = m.compile()
+t2 = time.perf_counter()
+from logdens.samplers import kernel
+kernel.chunk_runner(kernel.NUTS, False)
+t3 = time.perf_counter()
+ld.nuts(density, draws=100, tune=100, chains=2, progress=False)
+t4 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)
+"""
+FIRST_CALL_PHASES = ("import logdens", "model + compile", "samplers' NUTS loop",
+                     "rest of the first ld.nuts", "total")
+
+
+def first_call(rounds):
+    """Time the first ``ld.nuts`` of fresh processes with empty numba and logdens
+    caches (a fresh environment), ``rounds`` times; print each phase's min and max."""
+    times = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
+                       LOGDENS_CACHE_DIR=os.path.join(tmp, "logdens"), PYTHONWARNINGS="ignore")
+            out = subprocess.run([sys.executable, "-c", FIRST_CALL_CODE], env=env, check=True,
+                                 capture_output=True, text=True)
+            times.append([float(x) for x in out.stdout.split()])
+    times = np.array(times)
+    for k, name in enumerate(FIRST_CALL_PHASES):
+        print(f"{name:>28}: {times[:, k].min():5.2f} - {times[:, k].max():5.2f} s")
+
+
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(MODELS),
@@ -609,6 +652,9 @@ def parse(argv):
                    help="PyMC skips its convergence checks (logdens still computes its warnings)")
     p.add_argument("--json", help="also write all results to this file")
     p.add_argument("--report", help="print the tables of a --json file; run nothing")
+    p.add_argument("--first-call", type=int, metavar="ROUNDS",
+                   help="time the first ld.nuts in ROUNDS fresh environments (empty caches), "
+                        "phase by phase; run nothing else")
     p.add_argument("--worker", nargs=2, metavar=("MODEL", "TOOL"), help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -620,6 +666,9 @@ def main(argv=None):
         LOG_LIKELIHOOD[0] = args.log_likelihood
         PYMC_CHECKS[0] = not args.no_pymc_checks
         worker(*args.worker, args.draws, args.tune, args.seed, args.core, args.out)
+        return
+    if args.first_call:
+        first_call(args.first_call)
         return
     if args.report:
         with open(args.report) as f:

@@ -7,12 +7,12 @@ new state: a trajectory takes thousands of steps and allocating per step
 would cost more than the cheap gradients this package produces.
 """
 
-from numba import njit
 
+from ._jit import compiled
 from .metric import velocity
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def leapfrog(f, fdata, idata, metric, eps, q, p, grad, v):
     """Take one leapfrog step in place and return the new log density.
 

@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit, types
 
 from ._cache import source_hash
+from ._jit import compiled
 from .mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
@@ -81,30 +82,36 @@ class ChainState(NamedTuple):
     wf_cov: np.ndarray
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _install_diag(metric, wf):
-    """End of a slow window: install the regularized variances; restart Welford."""
-    welford_diag_final(wf, metric.inv_diag)
-    regularize_variance(metric.inv_diag, float(wf.n))
+    """End of a slow window: install the regularized variances; restart Welford.
+
+    A window of fewer than two draws (``adapt_window=1``) has no variance:
+    the metric is kept.
+    """
+    if wf.n >= 2:
+        welford_diag_final(wf, metric.inv_diag)
+        regularize_variance(metric.inv_diag, float(wf.n))
     return welford_diag_init(wf.mean, wf.m2)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _install_dense(metric, wf, cov):
     """End of a slow window: install the regularized covariance; restart Welford.
 
     ``cov`` is a workspace; Welford's ``m2`` holds the Cholesky factor (it is
-    reset right after).  A covariance that is not numerically positive
-    definite leaves the old metric in place (see
-    :func:`samplers.metric.set_inverse_metric_dense`).
+    reset right after).  A window of fewer than two draws, or a covariance
+    that is not numerically positive definite, leaves the old metric in
+    place (see :func:`samplers.metric.set_inverse_metric_dense`).
     """
-    welford_dense_final(wf, cov)
-    regularize_covariance(cov, float(wf.n))
-    set_inverse_metric_dense(metric, cov, wf.m2)
+    if wf.n >= 2:
+        welford_dense_final(wf, cov)
+        regularize_covariance(cov, float(wf.n))
+        set_inverse_metric_dense(metric, cov, wf.m2)
     return welford_dense_init(wf.mean, wf.m2)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _record(it, q, lp, eps, info, draws, stats):
     for i in range(q.shape[0]):
         draws[it, i] = q[i]
@@ -116,21 +123,6 @@ def _record(it, q, lp, eps, info, draws, stats):
     stats[it, 5] = 1.0 if info.diverging else 0.0
     stats[it, 6] = info.energy
     stats[it, 7] = info.energy_error
-
-
-@njit(nogil=True, _nrt=False)
-def start_adaptation(f, fdata, idata, metric, eps, rng, q, g, lp, work):
-    """Stan's start of warmup: the step-size heuristic from ``eps``, and dual
-    averaging around ``mu = log(10 eps)`` of the *given* step size.
-
-    Stan's services call ``set_mu(log(10 * stepsize))`` before
-    ``init_stepsize`` runs, so the first window shrinks toward ten times the
-    user's step size (1 by default); only later restarts use the heuristic's
-    result.  Returns ``(eps, DualAveragingState)``.
-    """
-    mu = math.log(10.0 * eps)
-    eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
-    return eps, DualAveragingState(0.0, 0.0, 0.0, mu, math.log(eps))
 
 
 def _make_run_chunk(kind, dense):
@@ -161,7 +153,13 @@ def _make_run_chunk(kind, dense):
             wf = WelfordDiag(wf_n[0], wf_mean, wf_m2_diag)
         lp, eps = sc[LP], sc[STEP]
         if start == 0:
-            eps, da = start_adaptation(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+            # Stan's services call set_mu(log(10 * stepsize)) before
+            # init_stepsize runs: the first window shrinks toward ten times
+            # the *given* step size (1 by default); later restarts use the
+            # heuristic's result.
+            mu = math.log(10.0 * eps)
+            eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+            da = DualAveragingState(0.0, 0.0, 0.0, mu, math.log(eps))
         end = stop
         for it in range(start, stop):
             if is_nuts:
@@ -224,7 +222,8 @@ def chunk_runner(kind, dense):
     diagonal or dense metric.
 
     A variant is compiled (or loaded from numba's disk cache) on first use,
-    not at import, and only with the code it needs.  The runner has an
+    not at import, and only with the code it needs (its helpers with the
+    options of :mod:`samplers._jit`, like the runner itself).  The runner has an
     explicit signature over the first-class function type of the model
     entry, so every model shares it.  Arguments, flat: the model entry, the
     fields of :class:`ChainState` (the metric's four in place of ``metric``),
@@ -237,7 +236,7 @@ def chunk_runner(kind, dense):
     in parallel on threads.  Call it once from one thread before starting
     others.
     """
-    return njit(_CHUNK_SIGNATURE, cache=True, nogil=True, _nrt=False)(
+    return njit(_CHUNK_SIGNATURE, cache=True, nogil=True, _nrt=False, error_model="numpy")(
         _make_run_chunk(int(kind), bool(dense)))
 
 

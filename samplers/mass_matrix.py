@@ -12,7 +12,8 @@ buffer of 50 (Stan reference manual, "HMC algorithm parameters").
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+
+from ._jit import compiled
 
 #: Stan's default warmup windows.
 INIT_BUFFER = 75
@@ -36,7 +37,7 @@ class WelfordDense(NamedTuple):
     m2: np.ndarray
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def welford_diag_init(mean, m2):
     """Reset the given buffers and return an empty diagonal estimator."""
     for i in range(mean.shape[0]):
@@ -45,7 +46,7 @@ def welford_diag_init(mean, m2):
     return WelfordDiag(0, mean, m2)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def welford_diag_update(state, x):
     """Add one sample ``x``; buffers are updated in place."""
     n = state.n + 1
@@ -56,14 +57,14 @@ def welford_diag_update(state, x):
     return WelfordDiag(n, state.mean, state.m2)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def welford_diag_final(state, out):
     """Write the sample variance (denominator ``n - 1``) into ``out``."""
     for i in range(out.shape[0]):
         out[i] = state.m2[i] / (state.n - 1.0)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def welford_dense_init(mean, m2):
     """Reset the given buffers and return an empty dense estimator."""
     for i in range(mean.shape[0]):
@@ -73,7 +74,7 @@ def welford_dense_init(mean, m2):
     return WelfordDense(0, mean, m2)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def welford_dense_update(state, x):
     """Add one sample ``x``: ``m2 += (n - 1)/n (x - mean_old)(x - mean_old)'``.
 
@@ -92,7 +93,7 @@ def welford_dense_update(state, x):
     return WelfordDense(n, state.mean, state.m2)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def welford_dense_final(state, out):
     """Write the sample covariance (denominator ``n - 1``), symmetrized, into ``out``."""
     dim = out.shape[0]
@@ -101,14 +102,14 @@ def welford_dense_final(state, out):
             out[i, j] = 0.5 * (state.m2[i, j] + state.m2[j, i]) / (state.n - 1.0)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def regularize_variance(var, n):
     """Stan's shrinkage, in place: ``var <- (n / (n + 5)) var + 1e-3 (5 / (n + 5))``."""
     for i in range(var.shape[0]):
         var[i] = (n / (n + 5.0)) * var[i] + 1e-3 * (5.0 / (n + 5.0))
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def regularize_covariance(cov, n):
     """Stan's shrinkage toward the identity, in place:
     ``cov <- (n/(n+5)) cov + 1e-3 (5/(n+5)) I``."""

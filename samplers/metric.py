@@ -15,8 +15,8 @@ flag keeps one compiled sampler for both metrics.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ._jit import compiled
 from .rng import fill_normal
 
 
@@ -59,7 +59,7 @@ def identity_metric(dim, dense):
     return Metric(np.ones(dim), np.eye(n), np.eye(n), bool(dense))
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def velocity(metric, p, out):
     """Write ``M^{-1} p`` into ``out``."""
     dim = p.shape[0]
@@ -75,7 +75,7 @@ def velocity(metric, p, out):
             out[i] = metric.inv_diag[i] * p[i]
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def sample_momentum(metric, rng, out):
     """Draw ``out ~ N(0, M)`` with the chain's RNG."""
     dim = out.shape[0]
@@ -94,7 +94,7 @@ def sample_momentum(metric, rng, out):
             out[i] = out[i] / np.sqrt(metric.inv_diag[i])
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def hamiltonian(log_density, p, v):
     """Return ``H = -log_density + p.v / 2`` (``v = M^{-1} p``); ``+inf`` at a
     rejected point.
@@ -114,7 +114,7 @@ def hamiltonian(log_density, p, v):
     return h
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def cholesky_lower(a, out):
     """Write the lower Cholesky factor of ``a`` into ``out``; False if ``a`` is
     not numerically positive definite (``out`` is then unspecified)."""
@@ -136,7 +136,7 @@ def cholesky_lower(a, out):
     return True
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def inverse_transpose_lower(chol, out):
     """Write ``L^{-T}`` (upper triangular) for lower triangular ``L = chol``.
 
@@ -155,7 +155,7 @@ def inverse_transpose_lower(chol, out):
             out[j, i] = -s / chol[i, i]
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def set_inverse_metric_dense(metric, cov, chol):
     """Install a new dense ``M^{-1}`` in place and recompute the momentum factor.
 

@@ -10,7 +10,8 @@ same whatever the number of cores.  Reference: Blackman & Vigna (2018),
 import math
 
 import numpy as np
-from numba import njit
+
+from ._jit import compiled
 
 _MASK = (1 << 64) - 1
 _U7 = np.uint64(7)
@@ -54,34 +55,34 @@ def make_state(seed, stream):
     return np.array(words, dtype=np.uint64)
 
 
-@njit(nogil=True, _nrt=False)
-def _rotl(x, k):
-    return (x << k) | (x >> (_U64 - k))
-
-
-@njit(nogil=True, _nrt=False)
+@compiled
 def next_uint64(state):
-    """Advance ``state`` in place and return the next 64-bit output."""
+    """Advance ``state`` in place and return the next 64-bit output.
+
+    ``(x << k) | (x >> (64 - k))`` is a left rotation by ``k`` bits (written
+    out rather than as a helper: each compiled helper costs compile time).
+    """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    result = _rotl(s1 * _U5, _U7) * _U9
+    r = s1 * _U5
+    result = ((r << _U7) | (r >> (_U64 - _U7))) * _U9
     t = s1 << _U17
     s2 ^= s0
     s3 ^= s1
     s1 ^= s2
     s0 ^= s3
     s2 ^= t
-    s3 = _rotl(s3, _U45)
+    s3 = (s3 << _U45) | (s3 >> (_U64 - _U45))
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
     return result
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def uniform(state):
     """Return a uniform draw on [0, 1) with 53 random bits."""
     return (next_uint64(state) >> _U11) * _TWO_POW_M53
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def normal(state):
     """Return a standard normal draw (Box-Muller, one output per two uniforms)."""
     u1 = 1.0 - uniform(state)  # in (0, 1]: log is finite
@@ -89,7 +90,7 @@ def normal(state):
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def fill_normal(state, out):
     """Fill ``out`` with independent standard normal draws.
 

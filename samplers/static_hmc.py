@@ -7,15 +7,14 @@ leapfrog steps and accepts the end point with probability
 
 import math
 
-from numba import njit
-
+from ._jit import compiled
 from .integrator import leapfrog
 from .metric import hamiltonian, sample_momentum, velocity
 from .rng import uniform
 from .trajectory import TransitionInfo
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def hmc_transition(f, fdata, idata, metric, eps, num_steps, max_energy_error,
                    rng, q, g, lp, work):
     """One static HMC transition; ``q`` and ``g`` are updated in place.

@@ -9,8 +9,7 @@ immutable :class:`DualAveragingState`.  Stan's constants are the defaults:
 import math
 from typing import NamedTuple
 
-from numba import njit
-
+from ._jit import compiled
 from .integrator import leapfrog
 from .metric import hamiltonian, sample_momentum, velocity
 
@@ -46,14 +45,14 @@ class DualAveragingState(NamedTuple):
     x: float
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def dual_averaging_init(step_size):
     """Start (or restart) dual averaging around ``step_size``."""
     return DualAveragingState(0.0, 0.0, 0.0, math.log(10.0 * step_size),
                               math.log(step_size))
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def dual_averaging_update(state, accept_stat, target_accept):
     """Return the state after observing one transition's acceptance statistic.
 
@@ -71,13 +70,13 @@ def dual_averaging_update(state, accept_stat, target_accept):
     return DualAveragingState(t, s_bar, x_bar, state.mu, x)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def dual_averaging_final(state):
     """Return the adapted step size ``exp(x_bar)`` used after warmup."""
     return math.exp(state.x_bar)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     """Energy change ``H0 - H`` of one leapfrog step from ``q``, fresh momentum."""
     ends = work.ends
@@ -92,7 +91,7 @@ def _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     return h0 - hamiltonian(lp_new, pn, vn)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work,
                               max_iter=100):
     """Stan's ``init_stepsize``: double or halve ``eps`` until the one-step
@@ -102,10 +101,14 @@ def find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work,
     size within ``[1e-10, 1e7]``.
     """
     log_target = math.log(HEURISTIC_ACCEPT)
-    delta = _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work)
-    direction = 1 if delta > log_target else -1
-    for _ in range(max_iter):
+    direction = 0
+    for k in range(max_iter + 1):
+        # One call site, so the step (a momentum draw and a leapfrog step) is
+        # compiled into this function once.
         delta = _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+        if k == 0:  # the first step, at the given eps, sets the direction
+            direction = 1 if delta > log_target else -1
+            continue
         if direction == 1 and not delta > log_target:
             break
         if direction == -1 and not delta < log_target:

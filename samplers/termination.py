@@ -6,10 +6,10 @@ non-positive projection on either end's velocity.  The criterion is symmetric
 in its two ends, so a segment may be given in either direction.
 """
 
-from numba import njit
+from ._jit import compiled
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def is_turning(v_left, v_right, rho):
     """Return True when the segment has turned back (stop building)."""
     a = 0.0
@@ -20,7 +20,7 @@ def is_turning(v_left, v_right, rho):
     return a <= 0.0 or b <= 0.0
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def is_turning_extended(v_left, v_right, rho, p_extra):
     """The criterion on ``rho + p_extra`` without allocating.
 
@@ -36,7 +36,7 @@ def is_turning_extended(v_left, v_right, rho, p_extra):
     return a <= 0.0 or b <= 0.0
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def is_turning_merged(v_first_a, v_last_a, rho_a, p_last_a,
                       v_first_b, v_last_b, rho_b, p_first_b):
     """The criterion for a trajectory made of two adjacent halves, ``a`` then ``b``.

@@ -22,8 +22,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ._jit import compiled
 from .integrator import leapfrog
 from .metric import hamiltonian, sample_momentum, velocity
 from .rng import uniform
@@ -122,7 +122,7 @@ def make_work(dim, max_depth, interrupt=None):
                     np.zeros((3, n)), np.zeros((3, dim)), interrupt)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def log_add_exp(a, b):
     """Return ``log(exp(a) + exp(b))`` without overflow; -inf safe."""
     if a == -np.inf:
@@ -133,7 +133,7 @@ def log_add_exp(a, b):
     return m + math.log(math.exp(a - m) + math.exp(b - m))
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _set_leaf(slots, sc, s, ends, d, lp, h, log_weight):
     """Make slot ``s`` the one-point subtree at the integrator state of end ``d``."""
     for i in range(slots.shape[2]):
@@ -150,7 +150,7 @@ def _set_leaf(slots, sc, s, ends, d, lp, h, log_weight):
     sc[LSW, s] = log_weight
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _take_proposal(slots, sc, dst, src):
     for i in range(slots.shape[2]):
         slots[Q_PROP, dst, i] = slots[Q_PROP, src, i]
@@ -159,7 +159,7 @@ def _take_proposal(slots, sc, dst, src):
     sc[E_PROP, dst] = sc[E_PROP, src]
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def merge_subtrees(slots, sc, left, right, rng):
     """Merge subtree ``left`` into its successor ``right``; True if turning.
 
@@ -185,7 +185,7 @@ def merge_subtrees(slots, sc, left, right, rng):
     return turning
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
                   max_energy_error, rng, work):
     """Extend the trajectory end ``direction`` by a subtree of ``2**depth`` steps.
@@ -226,7 +226,7 @@ def build_subtree(f, fdata, idata, metric, eps, depth, direction, h0,
     return SubtreeStats(True, slot, n_leaves, sum_accept, False)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _start_trajectory(metric, rng, q, g, lp, work):
     """Put the start point at both ends with a fresh momentum; return H0."""
     ends, traj = work.ends, work.traj
@@ -245,7 +245,7 @@ def _start_trajectory(metric, rng, q, g, lp, work):
     return hamiltonian(lp, p0, v0)
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _trajectory_turned(work, s, d):
     """Top-level checks after appending subtree ``s`` at end ``d``.
 
@@ -261,7 +261,7 @@ def _trajectory_turned(work, s, d):
     return turning
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def _take_sample(work, s, q, g):
     """Copy the proposal of slot ``s`` into the current sample ``q, g``."""
     slots = work.slots
@@ -270,7 +270,7 @@ def _take_sample(work, s, q, g):
         g[i] = slots[G_PROP, s, i]
 
 
-@njit(nogil=True, _nrt=False)
+@compiled
 def nuts_transition(f, fdata, idata, metric, eps, max_depth, max_energy_error,
                     rng, q, g, lp, work):
     """One NUTS transition from ``(q, g, lp)``; ``q`` and ``g`` are updated in place.

@@ -22,8 +22,7 @@ from logdens.samplers.mass_matrix import warmup_schedule
 from logdens.samplers.protocol import numba_entry
 from logdens.samplers.runner import run_chains
 from logdens.samplers.sample import _chain_state, _config
-from test_samplers_targets import (EightSchools, NumbaTarget, faulty_normal, flat,
-                                   std_normal)
+from test_samplers_targets import EightSchools, NumbaTarget, faulty_normal, flat
 
 TESTS = Path(__file__).parent
 #: Generous: the subprocess may compile the sampler's kernels from scratch.
