@@ -1,14 +1,17 @@
 """Laplace approximation: a Gaussian at the mode, returned as a DataTree."""
 
+import warnings
 from contextlib import nullcontext
 
 import numpy as np
 from arviz_base import from_dict
 
+from .diagnostics import SamplerWarning
 from .external import external_entry
 from .initial_point import evaluate
+from .interrupt import Interrupt
 from .optimize import find_map
-from .output import draws_groups
+from .output import LOG_LIKELIHOOD_MAX_BYTES, log_likelihood_groups, posterior_dict
 from .protocol import dimension, numba_entry, resolve
 
 
@@ -57,7 +60,8 @@ def laplace_covariance(hess):
     return inv_chol.T @ inv_chol
 
 
-def laplace(model, draws=1000, seed=0, init=None, num_starts=1):
+def laplace(model, draws=1000, seed=0, init=None, num_starts=1, log_likelihood=True,
+            log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
     """Draw from the Laplace approximation ``N(mode, -H^{-1})`` on the unconstrained space.
 
     Parameters
@@ -69,6 +73,12 @@ def laplace(model, draws=1000, seed=0, init=None, num_starts=1):
         Start of the mode search.
     num_starts : int
         Starts of the mode search.
+    log_likelihood : bool
+        Add the pointwise ``log_likelihood`` group when the log density
+        provides it.
+    log_likelihood_max_bytes : float or None
+        Leave it out, with a warning, above this size (as in
+        :func:`samplers.nuts`).
 
     Returns
     -------
@@ -90,8 +100,14 @@ def laplace(model, draws=1000, seed=0, init=None, num_starts=1):
     with context as entry:
         cov = laplace_covariance(hessian(entry, fit.theta))
     rng = np.random.default_rng([int(seed), 0x1A9])
-    z = rng.multivariate_normal(fit.theta, cov, size=draws, method="cholesky")
-    groups, coords, dims = draws_groups(log_density, z[None])
+    z = rng.multivariate_normal(fit.theta, cov, size=draws, method="cholesky")[None]
+    posterior, coords, dims = posterior_dict(log_density, z)
+    groups, missing = {"posterior": posterior}, []
+    if log_likelihood and hasattr(log_density, "pointwise_log_likelihood"):
+        groups.update(log_likelihood_groups(log_density, {"": z}, log_likelihood_max_bytes,
+                                            Interrupt(), missing))
+    if missing:
+        warnings.warn("the output lacks " + "; ".join(missing), SamplerWarning, stacklevel=2)
     if hasattr(log_density, "observed_data"):
         groups["observed_data"] = dict(log_density.observed_data())
     attrs = {"sampler": "laplace", "mode_log_density": fit.log_density,

@@ -25,6 +25,8 @@ _INT_STATS = ("tree_depth", "n_steps")
 _BOOL_STATS = ("diverging",)
 #: Bytes per stored log-likelihood value (float64).
 _BYTES = 8
+#: Default limit on the memory of the ``log_likelihood`` groups (1 GB).
+LOG_LIKELIHOOD_MAX_BYTES = 1e9
 
 
 def _stack_dicts(log_density, method, draws):
@@ -101,32 +103,6 @@ def stats_dict(stats, max_depth):
     return out
 
 
-def draws_groups(log_density, draws, prefix="", log_likelihood=True):
-    """``posterior`` and (when available) ``log_likelihood`` of unconstrained draws.
-
-    Parameters
-    ----------
-    log_density : LogDensity
-    draws : ndarray, shape (chains, n, dim)
-    prefix : str
-        Prepended to the group names (``"warmup_"``).
-    log_likelihood : bool
-        Add the ``log_likelihood`` group when the log density provides it.
-
-    Returns
-    -------
-    groups : dict
-    coords, dims : dict
-        As from :func:`posterior_dict`.
-    """
-    post, coords, dims = posterior_dict(log_density, draws)
-    groups = {prefix + "posterior": post}
-    if log_likelihood and hasattr(log_density, "pointwise_log_likelihood"):
-        groups[prefix + "log_likelihood"] = _stack_dicts(
-            log_density, "pointwise_log_likelihood", draws)
-    return groups, coords, dims
-
-
 def check_outputs(log_density, theta, log_likelihood=True):
     """Evaluate the methods the output will call, once at ``theta``, so that
     their errors show before sampling rather than after it.
@@ -161,9 +137,27 @@ def _format_bytes(n):
     return f"{n} bytes"
 
 
-def _log_likelihood_groups(log_density, parts, max_bytes, interrupt, missing):
+def log_likelihood_groups(log_density, parts, max_bytes, interrupt, missing):
     """The ``log_likelihood`` groups of ``parts`` (prefix -> draws), or none
-    (reason in ``missing``) when they fail or would take more than ``max_bytes``."""
+    (reason in ``missing``) when they fail or would take more than ``max_bytes``.
+
+    Parameters
+    ----------
+    log_density : LogDensity
+        With ``pointwise_log_likelihood``.
+    parts : dict of str to ndarray
+        Unconstrained draws (chains, n, dim) by group-name prefix (``""``,
+        ``"warmup_"``); ``""`` is present.
+    max_bytes : float or None
+    interrupt : Interrupt
+    missing : list of str
+        Appended to when the groups are left out.
+
+    Returns
+    -------
+    dict
+        Group name to a dict of arrays (chains, n, n_obs) by observed term.
+    """
     chains = parts[""].shape[0]
     n = sum(d.shape[1] for d in parts.values())
     if n == 0:
@@ -244,7 +238,7 @@ def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs
         parts["warmup_"] = draws[:, :n_warm]
     groups, coords, dims = _posterior_groups(log_density, parts, interrupt, missing)
     if log_likelihood and hasattr(log_density, "pointwise_log_likelihood"):
-        groups.update(_log_likelihood_groups(log_density, parts, log_likelihood_max_bytes,
+        groups.update(log_likelihood_groups(log_density, parts, log_likelihood_max_bytes,
                                              interrupt, missing))
     groups["sample_stats"] = stats_dict(stats[:, n_warm:], max_depth)
     if "warmup_" in parts:

@@ -13,15 +13,13 @@ from .interrupt import Interrupt
 from .kernel import ChainState
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from .metric import identity_metric
-from .output import check_outputs, to_datatree
+from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, to_datatree
 from .protocol import dimension, numba_entry, resolve
 from .rng import make_state
 from .runner import resolve_cores, run_chains
 
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0
-#: Default limit on the memory of the ``log_likelihood`` group (1 GB).
-LOG_LIKELIHOOD_MAX_BYTES = 1e9
 
 
 def _chain_state(entry, dim, dense, seed, chain, init):

@@ -22,7 +22,8 @@ from logdens.samplers.mass_matrix import warmup_schedule
 from logdens.samplers.protocol import numba_entry
 from logdens.samplers.runner import run_chains
 from logdens.samplers.sample import _chain_state, _config
-from test_samplers_targets import EightSchools, NumbaTarget, faulty_normal, flat
+from test_samplers_targets import (EightSchools, NumbaTarget, PythonGaussian, faulty_normal,
+                                   flat)
 
 TESTS = Path(__file__).parent
 #: Generous: the subprocess may compile the sampler's kernels from scratch.
@@ -175,6 +176,19 @@ def test_log_likelihood_above_the_limit_is_left_out_and_computable_later():
     assert list(part["draw"].values) == list(range(10, 20))
     kept = quiet_nuts(EightSchools(), log_likelihood_max_bytes=6400, **kw)
     assert "log_likelihood" in kept.children
+
+
+def test_laplace_log_likelihood_has_the_same_limit():
+    class WithLikelihood(PythonGaussian):
+        def pointwise_log_likelihood(self, theta):
+            return {"y": -0.5 * (theta - self.mean) ** 2}
+
+    target = WithLikelihood([1.0, 2.0], np.eye(2))
+    # 1 chain x 100 draws x 2 observations x 8 bytes = 1600 bytes
+    with pytest.warns(samplers.SamplerWarning, match="= 1.6 kB, above"):
+        idata = samplers.laplace(target, draws=100, log_likelihood_max_bytes=1000)
+    assert "log_likelihood" not in idata.children
+    assert samplers.laplace(target, draws=100).log_likelihood["y"].shape == (1, 100, 2)
 
 
 def test_pointwise_log_likelihood_of_a_compiled_model():
