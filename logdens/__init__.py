@@ -15,12 +15,13 @@ from logdens.expr import (ModelError, abs, digamma, erf, exp, expm1, inv_logit, 
                           sum, tanh)
 from logdens.model import Model  # noqa: F401
 
-_SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace")
+_SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace", "pointwise_log_likelihood")
 
 
 def __getattr__(name):
-    """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``: the samplers' entry points,
-    imported on first use (the samplers package loads ArviZ and its own kernels)."""
+    """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``, ``ld.pointwise_log_likelihood``:
+    the samplers' entry points, imported on first use (the samplers package
+    loads ArviZ and its own kernels)."""
     if name in _SAMPLER_ENTRY_POINTS:
         from logdens import samplers
         return getattr(samplers, name)

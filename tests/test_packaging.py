@@ -40,3 +40,10 @@ def test_no_top_level_distributions_or_samplers_package():
     assert logdens.distributions.__name__ == "logdens.distributions"
     assert "distributions" not in sys.modules or sys.modules["distributions"] is not logdens.distributions
     assert "samplers" not in sys.modules
+
+
+def test_sampler_entry_points_in_the_logdens_namespace():
+    import logdens as ld
+    from logdens import samplers
+    for name in ("nuts", "hmc", "find_map", "laplace", "pointwise_log_likelihood"):
+        assert getattr(ld, name) is getattr(samplers, name)
