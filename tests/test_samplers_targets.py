@@ -120,11 +120,7 @@ def faulty_normal(theta, grad, fdata, idata):
         return np.inf
     if theta[0] < -1.0:
         return np.nan
-    lp = 0.0
-    for i in range(theta.shape[0]):
-        lp -= 0.5 * theta[i] * theta[i]
-        grad[i] = -theta[i]
-    return lp
+    return std_normal(theta, grad, fdata, idata)
 
 
 @njit(ENTRY_SIGNATURE, cache=True)
