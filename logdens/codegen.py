@@ -78,10 +78,8 @@ BINARY_DERIVATIVE = {
 
 
 def literal(value):
-    """Python source for the float ``value``: ``repr`` writes infinity as ``inf``,
-    a name generated code does not have."""
-    if value != value:
-        return "math.nan"
+    """Python source for the float ``value`` (never NaN: ``Const`` refuses it):
+    ``repr`` writes infinity as ``inf``, a name generated code does not have."""
     if abs(value) == float("inf"):
         return "math.inf" if value > 0 else "-math.inf"
     return repr(float(value))

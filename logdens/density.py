@@ -37,10 +37,15 @@ class NumbaEntry(NamedTuple):
     idata: np.ndarray
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def _real(array, what):
     """``array`` as a writable, contiguous float64 array (a copy when it is read-only,
     as the arrays JAX's callbacks pass are); complex values are an error, not cut
     to their real part."""
+    if getattr(array, "dtype", None) is _FLOAT64 and array.flags.carray:
+        return array  # what samplers pass: no conversion, no check (0.25 us, not 1.1)
     if np.iscomplexobj(array):
         raise ValueError(f"{what} must be real, got a complex array")
     array = np.asarray(array, dtype=np.float64, order="C")

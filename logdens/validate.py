@@ -13,14 +13,13 @@ from logdens.expr import ModelError
 
 
 def check_arrays(layout, model, arrays):
-    """Types, finiteness and dimensions of each array, before packing."""
+    """Dimensions, index dtypes and finiteness of each array, before packing (numeric,
+    real dtypes are ``expr.frozen_array``'s check, made when the array is taken)."""
     for name, array in arrays.items():
         node = model.data_nodes.get(name)
         ndim = node.ndim if node is not None else np.ndim(layout.anonymous[name])
         if array.ndim != ndim:
             raise ModelError(f"data {name!r}: expected a {ndim}-D array, got shape {array.shape}")
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-            raise ModelError(f"data {name!r}: must be numeric, got dtype {array.dtype}")
         slot = layout.data.get(name)
         if slot is not None and slot.as_index and not np.issubdtype(array.dtype, np.integer):
             raise ModelError(f"data {name!r}: used as an index, must have an integer dtype, got {array.dtype}")

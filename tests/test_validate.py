@@ -176,3 +176,5 @@ def test_complex_data_are_refused():
     density = m.compile()
     with pytest.raises(ModelError, match=r"set_data: data 'y': complex"):
         density.set_data(y=np.array([1.0 + 1.0j, 0.0]))
+    with pytest.raises(ModelError, match=r"set_data: data 'y': must be a numeric array, got dtype <U1"):
+        density.set_data(y=np.array(["a", "b"]))
