@@ -33,9 +33,10 @@ def logpdf(x, logit_p):
 
 @kernel
 def logpdf_grad(x, logit_p, keep, x_valid=False):
-    """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
-    if not math.isfinite(logit_p) or not (x_valid or x == 0.0 or x == 1.0):
-        return -math.inf, 0.0, 0.0
+    """``(lp, d_x = 0, d_logit_p)``; see ``distributions.spec`` for ``keep``, ``x_valid``
+    and why the checks pick a stand-in point instead of returning early."""
+    ok = math.isfinite(logit_p) and (x_valid or x == 0.0 or x == 1.0)
+    logit_p = logit_p if ok else 0.0
     lp = 0.0
     d_logit = 0.0
     if keep[0]:
@@ -49,7 +50,9 @@ def logpdf_grad(x, logit_p, keep, x_valid=False):
         log1p_e, inverse = vmath.log1p_and_reciprocal(e)
         lp = -log1p_e - max(-s, 0.0)
         d_logit = sign * (e if s >= 0.0 else 1.0) * inverse
-    return lp, 0.0, d_logit
+    if ok:
+        return lp, 0.0, d_logit
+    return -math.inf, 0.0, 0.0
 
 
 SPEC = Spec(

@@ -27,9 +27,10 @@ def logpdf(x, loc, scale):
 
 @fast_kernel
 def logpdf_grad(x, loc, scale, keep):
-    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
-    if not (0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
-        return -math.inf, 0.0, 0.0, 0.0
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early."""
+    ok = 0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)
+    scale = scale if ok else 1.0
     inv_scale = 1.0 / scale
     z = (x - loc) * inv_scale
     lp = 0.0
@@ -44,7 +45,9 @@ def logpdf_grad(x, loc, scale, keep):
         d_scale -= inv_scale
     if keep[2]:
         lp -= LOG_SQRT_2PI
-    return lp, d_x, -d_x, d_scale
+    if ok:
+        return lp, d_x, -d_x, d_scale
+    return -math.inf, 0.0, 0.0, 0.0
 
 
 SPEC = Spec(

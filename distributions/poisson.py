@@ -27,11 +27,12 @@ def logpdf(x, rate):
 
 @kernel
 def logpdf_grad(x, rate, keep, x_valid=False):
-    """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
-    if not (0.0 < rate < math.inf) or not (x <= _MAX_COUNT):
-        return -math.inf, 0.0, 0.0
-    if not (x_valid or (0.0 <= x and x == math.floor(x))):
-        return -math.inf, 0.0, 0.0
+    """``(lp, d_x = 0, d_rate)``; see ``distributions.spec`` for ``keep``, ``x_valid``
+    and why the checks pick a stand-in point instead of returning early."""
+    ok = 0.0 < rate < math.inf and x <= _MAX_COUNT
+    ok = ok and (x_valid or (0.0 <= x and x == math.floor(x)))
+    x = x if ok else 0.0
+    rate = rate if ok else 1.0
     lp = 0.0
     d_rate = 0.0
     if keep[0]:
@@ -39,7 +40,9 @@ def logpdf_grad(x, rate, keep, x_valid=False):
         d_rate = x / rate - 1.0
     if keep[1]:
         lp -= math.lgamma(x + 1.0)
-    return lp, 0.0, d_rate
+    if ok:
+        return lp, 0.0, d_rate
+    return -math.inf, 0.0, 0.0
 
 
 SPEC = Spec(
