@@ -21,7 +21,9 @@ echoing the source node), ``d_<name>`` data arrays, ``i_<name>`` index
 arrays, ``n_<name>`` data lengths, all names validated identifiers.
 """
 
+import functools
 import re
+from typing import NamedTuple
 
 from logdens import expr as ex
 from logdens import validate
@@ -38,13 +40,6 @@ BLOCK = 128
 UNROLL = 2
 # Most distinct indices in a block of sorted rows scattered by masked sums (see ``_scatter``).
 SPAN = 8
-# ``array[<<row:offset:i>>]``: element ``offset + i`` of ``array`` at the row ``i`` of a
-# term loop, and ``<<global:i>>`` the row's index in the plate; ``Lowering._resolve``
-# writes them out once it knows whether the loop runs in blocks.
-ROW_ELEMENT = re.compile(r"(\w+)\[<<row:(\d+):(\w+)>>\]")
-GLOBAL_ROW = re.compile(r"<<global:(\w+)>>")
-ROW_MARKER = re.compile(r"<<row:(\d+):(\w+)>>")  # a row marker alone, and its plate index:
-PLATE_INDEX = r"\1 + <<global:\2>>"
 
 # Elementwise forward rules: op -> value template over child variables.
 UNARY_VALUE = {
@@ -83,6 +78,55 @@ def literal(value):
     if abs(value) == float("inf"):
         return "math.inf" if value > 0 else "-math.inf"
     return repr(float(value))
+
+
+class Entry(NamedTuple):
+    """A gradient entry that an adjoint is added to: element ``at`` (code; None for
+    a scalar) of parameter ``p``, in column ``col`` (code). ``own_row``: ``at`` is
+    the term loop's row, so the chunks of a parallel loop write disjoint entries
+    (its column is then written by the target, which knows how rows are read)."""
+
+    p: object
+    at: object = None
+    col: object = None
+    own_row: bool = False
+
+
+def entry(p, at=None):
+    """The ``Entry`` of element ``at`` of ``p`` (its scalar value when ``at`` is None)."""
+    if at is None:
+        return Entry(p, None, p.offset)
+    return Entry(p, at, f"{p.offset} + {at}" if p.offset else at)
+
+
+class Rows:
+    """How the body of a term loop subscripts its row ``i``, decided before the body
+    is written: plainly (``x[offset + i]``), or through views of the block's rows
+    (``x_b<offset>[i]``, bound once per block) when the loop runs in blocks or
+    over a chunk's range. In blocks the row index then starts at 0: numba wraps
+    negative indices, LLVM cannot tell ``b0 + i`` is not negative and would
+    gather every load (measured: 133 against 98 us on the hierarchical Poisson
+    model)."""
+
+    def __init__(self, viewed):
+        self.viewed, self.views = viewed, {}
+
+    def element(self, array, row, offset=0):
+        """Code of element ``offset + row`` of ``array``."""
+        if not self.viewed:
+            return f"{array}[{offset} + {row}]" if offset else f"{array}[{row}]"
+        view = f"{array}_b{offset}"
+        self.views.setdefault(view, f"{array}[{offset} + b0:{offset} + b1]" if offset else f"{array}[b0:b1]")
+        return f"{view}[{row}]"
+
+    def plate(self, row):
+        """Code of the plate index of the loop's row ``row`` (or of ``r`` in a block)."""
+        return f"(b0 + {row})" if self.viewed else row
+
+
+def grad_target(e, row, rows):
+    """``grad``'s entry ``e``: the serial kernels' gradient target."""
+    return rows.element("grad", e.at, e.p.offset) if e.own_row else f"grad[{e.col}]"
 
 
 class Block:
@@ -191,15 +235,15 @@ def _single_contribution(lines, k, margin, var):
 class Lowering:
     """Writes the body of one generated function, term by term.
 
-    ``gradient``: emit adjoint code; ``target(col, index)``: code of the
-    gradient entry for column ``col`` (``grad[col]``, or a row of the
-    per-sample output); ``per_row``: scalar adjoints are flushed in every
-    iteration (per-sample gradients) instead of once after the loop.
+    ``gradient``: emit adjoint code; ``target(entry, row, rows)``: code of
+    the gradient ``Entry`` at the loop's row ``row`` (``grad[col]``, or a row
+    of the per-sample output); ``per_row``: scalar adjoints are flushed in
+    every iteration (per-sample gradients) instead of once after the loop.
     """
 
     def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
-        self.blockable, self.gathered_index, self.gathered_order = False, {}, {}
+        self.gathered_index, self.gathered_order, self.rows = {}, {}, Rows(False)
         # Vector parameters whose gradient entries a term assigns instead of
         # adding to (see ``assign_first``), those assigned so far, and those any
         # term so far has read (a later term must add to their entries).
@@ -244,31 +288,33 @@ class Lowering:
             u = f"theta[{p.offset}]"
             if p.transform.identity:
                 block.forward.append(f"{var} = {u}  # {node.name}")
-                return lambda a, b: [f"{self.target(p.offset, self.row)} += {a}"]
+                return lambda a, b: [f"{self._target(entry(p))} += {a}"]
             x, dx = p.transform.emit(block.forward, u, var)
             block.forward.append(f"{var} = {x}  # {node.name}")
-            return lambda a, b: [f"{self.target(p.offset, self.row)} += {a} * {dx}"]
+            return lambda a, b: [f"{self._target(entry(p))} += {a} * {dx}"]
         if index in self.gathered_index:
             return self._gathered_param(node, p, var, block, index)
-        at = self._at_row(block, index)
+        if self._row_aligned(block, index):
+            here = Entry(p, index, None, own_row=True)
+        else:
+            here = entry(p, index)
         if p.transform.event:
-            block.forward.append(f"{var} = w_{p.ident}[{at}]  # {node.name}[{index}]")
-            return lambda a, b: [f"aw_{p.ident}[{at}] += {a}"]
-        col = self._at_row(block, index, p.offset)
+            block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
+            return lambda a, b: [f"{self._element(f'aw_{p.ident}', block, index)} += {a}"]
         op = "=" if node.name in self.assigning else "+="  # the first writer of these entries
         if p.transform.identity:
-            block.forward.append(f"{var} = theta[{col}]  # {node.name}[{index}]")
-            return lambda a, b: [f"{self.target(col, self.row)} {op} {a}"]
-        block.forward.append(f"{var} = w_{p.ident}[{at}]  # {node.name}[{index}]")
-        return lambda a, b: [f"{self.target(col, self.row)} {op} {a} * dw_{p.ident}[{at}]"]
+            block.forward.append(f"{var} = {self._element('theta', block, index, p.offset)}  # {node.name}[{index}]")
+            return lambda a, b: [f"{self._target(here)} {op} {a}"]
+        block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
+        return lambda a, b: [f"{self._target(here)} {op} {a} * {self._element(f'dw_{p.ident}', block, index)}"]
 
     def _value_Data(self, node, var, block, outer, index):
         name, ident = self.layout.data_name(node), self.layout.data_ident(node)
         if index in self.gathered_index:  # data: no adjoint, so the rule is never used
             return self._buffered(var, block, f"d_{ident}[{self.gathered_index[index]}[r]]", None,
                                   f"{name}[{index}]")
-        element = "0" if node.shape == () else self._at_row(block, index)
-        block.forward.append(f"{var} = d_{ident}[{element}]  # {name}")
+        element = f"d_{ident}[0]" if node.shape == () else self._element(f"d_{ident}", block, index)
+        block.forward.append(f"{var} = {element}  # {name}")
 
     def _gathered_param(self, node, p, var, block, index):
         """``node[k]`` with ``k`` read from an index array at the row: gathered into
@@ -278,7 +324,7 @@ class Lowering:
         col = f"{p.offset} + {at}" if p.offset else at
         load = f"theta[{col}]" if p.transform.identity else f"w_{p.ident}[{at}]"
         def sink(k):  # code adding a value to the adjoint of element ``k`` of p
-            return self._sink(p, f"{p.offset} + {k}" if p.offset else k, k, scatter=True)
+            return self._sink(p, k, scatter=True)
         return self._buffered(var, block, load, (view, sink) if self.gradient else None,
                               f"{node.name}[{index}]")
 
@@ -293,45 +339,29 @@ class Lowering:
         block.forward.append(f"{var} = {buffer}[{block.index}]  # {label}")
         return lambda a, b: [f"a{buffer}[{block.index}] = {a}"]
 
-    def _sink(self, p, col, at, scatter=False):
+    def _sink(self, p, at, scatter=False):
         """Code that, followed by a value, adds it to the adjoint of element ``at``
-        of parameter ``p`` (unconstrained column ``col``); with ``scatter``, in a
-        loop over a block's rows ``r`` after the rows' loop (per row: row ``b0 + r``)."""
+        of parameter ``p``; with ``scatter``, in a loop over a block's rows ``r``
+        after the rows' loop (per row: into row ``b0 + r``)."""
         if p.transform.event:
             return f"aw_{p.ident}[{at}] += "
         scale = "" if p.transform.identity else f"dw_{p.ident}[{at}] * "
-        if scatter and self.per_row:
-            return f"{GLOBAL_ROW.sub('(b0 + r)', self.target(col, 'r'))} += {scale}"
-        return f"{self.target(col, self.row)} += {scale}"
+        return f"{self._target(entry(p, at), 'r' if scatter and self.per_row else None)} += {scale}"
+
+    def _target(self, e, row=None):
+        """Code of the gradient entry ``e`` at the loop's row (or at ``row``)."""
+        return self.target(e, row or self.row, self.rows)
 
     def _row_aligned(self, block, index):
-        """Whether ``index`` is the row of a term loop that may run in blocks."""
-        return self.blockable and block is self.term_loop and index == block.index
+        """Whether ``index`` is the row of the term loop."""
+        return block is self.term_loop and index == block.index
 
-    def _at_row(self, block, index, offset=0):
-        """The subscript of element ``offset + index``; a marker (see ``ROW_ELEMENT``)
-        when ``index`` is the row of a term loop that may run in blocks."""
+    def _element(self, array, block, index, offset=0):
+        """Code of element ``offset + index`` of ``array`` (through ``self.rows``
+        when ``index`` is the term loop's row)."""
         if self._row_aligned(block, index):
-            return f"<<row:{offset}:{index}>>"
-        return f"{offset} + {index}" if offset else index
-
-    def _resolve(self, lines, views):
-        """Write out the row markers: ``array[offset + i]`` in a plain loop
-        (``views`` None), ``array_b<offset>[i]`` in blocks, over a view of the
-        block's rows added to ``views``. In blocks the row index then starts at
-        0: numba wraps negative indices, LLVM cannot tell ``b0 + i`` is not
-        negative and would gather every load (measured: 133 against 98 us on
-        the hierarchical Poisson model)."""
-        def element(match):
-            array, offset, row = match.group(1), int(match.group(2)), match.group(3)
-            if views is None:
-                return f"{array}[{offset} + {row}]" if offset else f"{array}[{row}]"
-            view = f"{array}_b{offset}"
-            views.setdefault(view, f"{array}[{offset} + b0:{offset} + b1]" if offset else f"{array}[b0:b1]")
-            return f"{view}[{row}]"
-
-        plain = r"\1" if views is None else r"(b0 + \1)"
-        return [GLOBAL_ROW.sub(plain, ROW_ELEMENT.sub(element, line)) for line in lines]
+            return self.rows.element(array, index, offset)
+        return f"{array}[{offset} + {index}]" if offset else f"{array}[{index}]"
 
     def _value_Unary(self, node, var, block, outer, index):
         child = self.value(node.children[0], block, outer, index)
@@ -352,7 +382,7 @@ class Lowering:
     def _value_Gather(self, node, var, block, outer, index):
         source, idx = node.children
         k = self.fresh("k")
-        block.forward.append(f"{k} = i_{self.layout.data_ident(idx)}[{self._at_row(block, index)}]")
+        block.forward.append(f"{k} = {self._element(f'i_{self.layout.data_ident(idx)}', block, index)}")
         if self._row_aligned(block, index) and not (self.per_row and self.row_events):
             # Through the block's view: numba wraps a negative index, and LLVM cannot
             # tell ``b0 + r`` is not (a scatter of 20,000 rows: 21.7 against 14.6 us).
@@ -373,6 +403,35 @@ class Lowering:
         which back-propagate each row through it on their own."""
         return (not self.per_row and isinstance(source, (ex.Unary, ex.Binary))
                 and source.depends_on_params())
+
+    def _buffers_rows(self, term):
+        """Whether ``term``'s loop reads through per-block buffers (see ``_blocks``):
+        a product ``X @ beta`` at its rows, or a gather at its rows of a hoistable
+        expression or of an expression whose vector leaves (data or parameters)
+        are read at the gathered index. The mirror of ``_value_MatVec`` and
+        ``_value_Gather``, asked before the loop's body is written because the
+        body subscripts its rows by the answer (``Rows``)."""
+        @functools.lru_cache(maxsize=None)  # keyed by node: a shared sub-expression is asked once
+        def at_row(node):
+            if node.shape == ():
+                return False
+            if isinstance(node, ex.MatVec):
+                return not (self.per_row and self.layout.params[node.children[1].name].transform.event)
+            if isinstance(node, ex.Gather):
+                source = node.children[0]
+                return not (self.per_row and self.row_events) and (
+                    self._hoistable(source) or gathered_leaf(source))
+            return isinstance(node, (ex.Unary, ex.Binary)) and any(at_row(c) for c in node.children)
+
+        @functools.lru_cache(maxsize=None)
+        def gathered_leaf(node):
+            if node.shape == ():
+                return False
+            if isinstance(node, (ex.Data, ex.Param)):
+                return True
+            return isinstance(node, (ex.Unary, ex.Binary)) and any(gathered_leaf(c) for c in node.children)
+
+        return any(at_row(a) for a in term.args)
 
     def _gathered_expression(self, source, var, block, outer, k):
         """``source[k]`` for a hoistable ``source``: its elements into ``h<n>``
@@ -402,7 +461,7 @@ class Lowering:
 
     def _value_Slice(self, node, var, block, outer, index):
         k = self.fresh("k")
-        row = f"<<global:{index}>>" if self._row_aligned(block, index) else index
+        row = self.rows.plate(index) if self._row_aligned(block, index) else index
         block.forward.append(f"{k} = {node.start} + {node.step} * {row}")
         child = self.value(node.children[0], block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
@@ -427,7 +486,7 @@ class Lowering:
                           f"    {var} += {X}[{j}, {index}] * {element}"]
 
         def rule(a, b):
-            adjoint = self._sink(p, f"{p.offset} + {j}", j)
+            adjoint = self._sink(p, j)
             return [f"for {j} in range({vector.shape[0]}):", f"    {adjoint}{a} * {X}[{j}, {index}]"]
         return rule
 
@@ -448,9 +507,8 @@ class Lowering:
         outer.forward += indent(loop.forward)
         if p is not None:
             back = self.fresh("i")
-            col = f"{p.offset} + {back}" if p.offset else back
             return lambda a, b: [f"for {back} in range({loop.length}):",
-                                 f"    {self.target(col, self.row)} *= {a}"]
+                                 f"    {self._target(entry(p, back))} *= {a}"]
 
         def rule(a, b):
             back = Block(self.fresh("i"), loop.length)
@@ -532,7 +590,8 @@ class Lowering:
         if self.assign_first and not (self.per_row or chunked):
             self.assigning = self._row_only_params(term) - self.touched
             self.assigned |= self.assigning
-        self.blockable = True
+        self.buffered = self._buffers_rows(term)
+        self.rows = Rows(bool(chunked) or self.buffered)
         result = self._term_value(term, keep, loop, outer, mode)
         head = [f"# term {term.name!r}: {self._describe(term)}"]
         if not self.gradient:
@@ -543,13 +602,13 @@ class Lowering:
             read = term.params_read()
             events = [p for p in self.layout.params.values() if p.transform.event and p.name in read]
             rows = self.serial_target
-            self.row_term, self.row_scalars = term, set()
+            self.row_term, self.row_scalars = term, {}
             buffered = (self.blocked or self.gathered) and not events
             flush = self._buffered_scalars(outer) if buffered else self._reverse(outer)
             inner = ([f"aw_{p.ident}[:] = 0.0" for p in events] + self._adjoint_inits(outer) + inner + flush
-                     + [line for p in events for line in rows.event_reverse(p, loop.index)]
-                     + rows.column_lines(loop.index)
-                     + ([] if self.blocked or self.gathered else rows.fixed_column_lines(loop.index)))
+                     + [line for p in events for line in rows.event_reverse(p, loop.index, self.rows)]
+                     + rows.column_lines(loop.index, self.rows)
+                     + ([] if self.blocked or self.gathered else rows.fixed_column_lines(loop.index, self.rows)))
             return head + rows.prologue() + outer.forward + self._blocks(loop, inner)
         if not chunked:
             return head + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner) + self._reverse(outer)
@@ -564,11 +623,11 @@ class Lowering:
         assigned with the product's (logistic per-sample, both: 320 -> 169 us)."""
         serial = self.target
 
-        def buffered(col, row):
-            if not isinstance(col, int):  # a vector parameter's entry: the output itself
-                return serial(col, row)
-            self.row_scalars.add(col)
-            return f"sb{col}[{row}]"
+        def buffered(e, row, rows):
+            if e.at is not None:  # a vector parameter's entry: the output itself
+                return serial(e, row, rows)
+            self.row_scalars[e.col] = e
+            return f"sb{e.col}[{row}]"
 
         self.target = buffered
         lines = self._reverse(outer)
@@ -588,9 +647,8 @@ class Lowering:
                 once |= set(range(p.offset, p.offset + p.size))
         buffers = [f"sb{col}" for col in sorted(self.row_scalars)]
         start = self.serial_target.zero_block(once) + [f"{b}[:b1 - b0] = 0.0" for b in buffers]
-        writes = [GLOBAL_ROW.sub("(b0 + r)", self.target(col, "r")) + f" = sb{col}[r]"
-                  for col in sorted(self.row_scalars)] + self.row_writes
-        writes += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.fixed_column_lines("r")]
+        writes = [f"{self._target(e, 'r')} = sb{col}[r]" for col, e in sorted(self.row_scalars.items())]
+        writes += self.row_writes + self.serial_target.fixed_column_lines("r", self.rows)
         return buffers, start, ["for r in range(b1 - b0):"] + indent(writes) if writes else []
 
     def _only_in_one_product(self, p):
@@ -618,14 +676,14 @@ class Lowering:
         ``lo:hi`` the same way, in one block when it needs no buffers.
         """
         hi = hi or loop.length
-        buffered = bool(self.blocked or self.gathered)
+        buffered = self.buffered
+        assert buffered == bool(self.blocked or self.gathered), "the body's buffers differ from _buffers_rows"
         if not buffered and lo == "0":
             zero = self.serial_target.zero() if self.per_row else []
             if hi == "1":  # a term without a plate: its one row, no loop
-                return zero + [f"{loop.index} = 0"] + self._resolve(inner, None)
-            return zero + [f"for {loop.index} in range({hi}):"] + indent(self._resolve(inner, None))
-        views = dict(self.gathered_views)
-        inner = self._resolve(inner, views)
+                return zero + [f"{loop.index} = 0"] + inner
+            return zero + [f"for {loop.index} in range({hi}):"] + indent(inner)
+        views = {**self.gathered_views, **self.rows.views}
         if not buffered:
             return ([f"b0, b1 = {lo}, {hi}"] + [f"{v} = {e}" for v, e in views.items()]
                     + [f"for {loop.index} in range(b1 - b0):"] + indent(inner))
@@ -658,7 +716,7 @@ class Lowering:
             else:
                 summed += _scatter(view, self.gathered_order[view], entry, f"a{buffer}")
         if self.per_row:  # the columns of the scattered elements, row by row
-            into_rows += [GLOBAL_ROW.sub("(b0 + r)", line) for line in self.serial_target.column_lines("r")]
+            into_rows += self.serial_target.column_lines("r", self.rows)
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
         finish = (["for r in range(b1 - b0):"] + indent(into_rows) if into_rows else []) + summed
         return buffers, [], start, finish
@@ -684,14 +742,14 @@ class Lowering:
                 continue
             buffers.append(f"a{buffer}")
             if self.per_row:  # row after row: the output is row-major (logistic: 371 -> 320 us)
-                entry = GLOBAL_ROW.sub("(b0 + r)", self.target(f"{p.offset} + j", "r"))
+                column = self._target(entry(p, "j"), "r")
                 scale = "" if p.transform.identity else f"dw_{p.ident}[j] * "
                 op = "=" if self._only_in_one_product(p) else "+="  # else zeroed before the rows
                 self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size}):",
-                                    f"    {entry} {op} {scale}adjoint * {X}[j, b0 + r]"]
+                                    f"    {column} {op} {scale}adjoint * {X}[j, b0 + r]"]
                 continue
             finish += _column_groups(p.constrained_size, lambda cols: _transposed_group(
-                X, buffer, cols, [self._sink(p, f"{p.offset} + {c}", c) for c in cols]))
+                X, buffer, cols, [self._sink(p, c) for c in cols]))
         return buffers, before, start, finish
 
     def _row_only_params(self, term):
@@ -700,14 +758,14 @@ class Lowering:
         checked equal, so its loop writes each of their gradient entries once."""
         return params_read_by_element(self.layout, term, (ex.Gather, ex.Slice, ex.MatVec, ex.Sum))
 
-    def _chunk_target(self, col, row):
-        """Gradient entry written by a chunk: elements at the loop's own index are
+    def _chunk_target(self, e, row, rows):
+        """Gradient entry written by a chunk: elements at the loop's own row are
         disjoint between chunks and go straight to ``grad``; the rest (scalars,
         gathers, matrix products) go to the chunk's private row of ``bufs``."""
-        if str(col) == row or str(col).endswith(f" + {row}") or str(col).startswith("<<row:"):
-            return f"grad[{col}]"
+        if e.own_row:
+            return grad_target(e, row, rows)
         self.uses_bufs = True
-        return f"bufs[c, {col}]"
+        return f"bufs[c, {e.col}]"
 
     def _chunks(self, head, outer, loop, inner):
         """A term's loop split into ``self.chunks`` fixed chunks under ``prange``.
@@ -739,7 +797,7 @@ class Lowering:
         checked = ", True" if term.dist.spec.takes_x_valid and validate.value_checked(term) else ""
         loop.forward.append(f"{result} = {module}.logpdf_grad({', '.join(args)}, {keep!r}{checked})")
         if mode == "pointwise":  # the summands ``keep`` selects, row by row
-            loop.forward.append(f"out[{self._at_row(loop, loop.index)}] = {result}[0]")
+            loop.forward.append(f"{self._element('out', loop, loop.index)} = {result}[0]")
             return None
         loop.forward.append(f"{self.lp} += {result}[0]")
         self.term_args = args

@@ -42,7 +42,7 @@ import types
 
 from logdens.distributions.jit import FASTMATH
 from logdens import cache
-from logdens.codegen import Lowering, indent, tidy
+from logdens.codegen import Lowering, grad_target, indent, tidy
 from logdens.layout import Layout, module_alias
 from logdens.rows import DenseRows, SparseRows
 
@@ -139,10 +139,6 @@ def _terms(lowering, model, mode="lp", only=None, keep=_keep):
     return lines
 
 
-def _grad_target(col, row):
-    return f"grad[{col}]"
-
-
 # A log density that is NaN or +inf (a potential's log(0) subtracted, inf - inf)
 # is a point to reject, not one to jump to: `not lp < inf` holds for both.
 ENDING = ["if not lp < math.inf:  # NaN or +inf: reject the point", "    lp = -math.inf", "return lp"]
@@ -205,14 +201,14 @@ def _zero_unassigned(layout, assigned):
 def _gradient_functions(model, layout):
     """``core``, ``core_parallel`` (when possible), ``logp_grad`` and ``batch``."""
     prologue = layout.prologue() + _materialize(layout, gradient=True)
-    grad = Lowering(layout, gradient=True, target=_grad_target)
+    grad = Lowering(layout, gradient=True, target=grad_target)
     grad.assign_first, grad.terms = True, model.terms
     terms = _terms(grad, model)
     body = (prologue + _zero_unassigned(layout, grad.assigned) + ["lp = 0.0"] + terms
             + _event_reverse(layout) + _jacobian(layout, True) + _grad_ending(layout))
     out = _function("def core(theta, grad, fdata, idata, jacobian):", body)
     if not any(p.transform.event for p in layout.params.values()):
-        chunked = Lowering(layout, gradient=True, target=_grad_target, chunks=CHUNKS)
+        chunked = Lowering(layout, gradient=True, target=grad_target, chunks=CHUNKS)
         terms = _terms(chunked, model)
         rows = [f"bufs = np.zeros(({CHUNKS}, {layout.dim}))"] if chunked.uses_bufs else []
         merge = ["for c in range(lps.shape[0]):  # in chunk order: deterministic", "    lp += lps[c]"]

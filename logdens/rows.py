@@ -16,17 +16,18 @@ of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
 ``g[i] == h[i]``); scipy's sparse arrays sum such duplicates.
 """
 
-import re
-
 from logdens import expr as ex
-from logdens.codegen import PLATE_INDEX, ROW_MARKER, params_read_by_element
-
-_OFFSET_PLUS = re.compile(r"(\d+) \+ (.+)")
+from logdens.codegen import params_read_by_element
 
 
-def _column(col):
-    """``col`` (an int, a row marker or ``offset + index`` code) as plain code."""
-    return ROW_MARKER.sub(PLATE_INDEX, str(col))
+def _index(e, rows):
+    """Code of the element index of gradient entry ``e`` inside its parameter."""
+    return rows.plate(e.at) if e.own_row else e.at
+
+
+def _column(e, rows):
+    """Code of the column of gradient entry ``e``."""
+    return f"{e.p.offset} + {rows.plate(e.at)}" if e.own_row else e.col
 
 
 class DenseRows:
@@ -35,8 +36,8 @@ class DenseRows:
     def __init__(self, layout):
         self.layout = layout
 
-    def __call__(self, col, row):
-        return f"out[<<global:{row}>>, {_column(col)}]"
+    def __call__(self, e, row, rows):
+        return f"out[{rows.plate(row)}, {_column(e, rows)}]"
 
     def zero(self):
         return ["out[:, :] = 0.0"]
@@ -52,16 +53,16 @@ class DenseRows:
                 spans.append([col, col + 1])
         return [f"out[b0:b1, {a}:{b}] = 0.0" for a, b in spans]
 
-    def event_reverse(self, p, row):
-        return [p.transform.reverse_code(p.offset, p.ident, f"out[<<global:{row}>>]", "0.0")]
+    def event_reverse(self, p, row, rows):
+        return [p.transform.reverse_code(p.offset, p.ident, f"out[{rows.plate(row)}]", "0.0")]
 
     def prologue(self):
         return []
 
-    def column_lines(self, row):
+    def column_lines(self, row, rows):
         return []
 
-    def fixed_column_lines(self, row):
+    def fixed_column_lines(self, row, rows):
         return []
 
 
@@ -79,25 +80,19 @@ class SparseRows:
                 self.fixed[p.name], width = width, width + p.size
         self.n_fixed = width
         self.elements = {}  # (column code, row variable) -> slot, one per distinct element read
-        # Vector parameters by offset (an empty one shares its offset with the next).
-        self._by_offset = {p.offset: p for p in layout.params.values() if p.shape != () and p.size}
 
     @property
     def width(self):
         return self.n_fixed + len(self.elements)
 
-    def __call__(self, col, row):
-        if isinstance(col, int):  # a scalar parameter
-            p = next(p for p in self.layout.params.values() if p.offset == col and p.shape == ())
-            return f"vals[<<global:{row}>>, {self.fixed[p.name]}]"
-        code = _column(col)
-        match = _OFFSET_PLUS.fullmatch(code)
-        offset, index = (int(match.group(1)), match.group(2)) if match else (0, code)
-        p = self._by_offset[offset]
-        if p.name in self.fixed:
-            return f"vals[<<global:{row}>>, {self.fixed[p.name]} + {index}]"
-        slot = self.elements.setdefault((code, row), self.n_fixed + len(self.elements))
-        return f"vals[<<global:{row}>>, {slot}]"
+    def __call__(self, e, row, rows):
+        at = rows.plate(row)
+        if e.at is None:  # a scalar parameter
+            return f"vals[{at}, {self.fixed[e.p.name]}]"
+        if e.p.name in self.fixed:
+            return f"vals[{at}, {self.fixed[e.p.name]} + {_index(e, rows)}]"
+        slot = self.elements.setdefault((_column(e, rows), row), self.n_fixed + len(self.elements))
+        return f"vals[{at}, {slot}]"
 
     def zero(self):
         return ["vals[:, :] = 0.0"]
@@ -112,28 +107,28 @@ class SparseRows:
             assigned |= {slot + j for j in range(p.size) if p.offset + j in once}
         return ["vals[b0:b1, :] = 0.0"] if len(assigned) < self.width else []
 
-    def event_reverse(self, p, row):
+    def event_reverse(self, p, row, rows):
         """An event transform's reverse sweep writes at the parameter's own columns:
         into the dense scratch row ``erow``, then copied to the slots."""
         a, b, slot = p.offset, p.offset + p.size, self.fixed[p.name]
         return [f"erow[{a}:{b}] = 0.0", p.transform.reverse_code(p.offset, p.ident, "erow", "0.0"),
-                f"vals[<<global:{row}>>, {slot}:{slot + p.size}] += erow[{a}:{b}]"]
+                f"vals[{rows.plate(row)}, {slot}:{slot + p.size}] += erow[{a}:{b}]"]
 
     def prologue(self):
         events = any(self.layout.params[name].transform.event for name in self.fixed)
         return ["erow = np.zeros(theta.shape[0])"] if events else []
 
-    def fixed_column_lines(self, row):
+    def fixed_column_lines(self, row, rows):
         """Lines storing the fixed slots' columns (the same in every row) at row ``row``."""
-        lines = []
+        lines, at = [], rows.plate(row)
         for name, slot in self.fixed.items():
             p = self.layout.params[name]
-            lines += ([f"cols[<<global:{row}>>, {slot}] = {p.offset}"] if p.shape == () else
-                      [f"for j in range({p.size}):", f"    cols[<<global:{row}>>, {slot} + j] = {p.offset} + j"])
+            lines += ([f"cols[{at}, {slot}] = {p.offset}"] if p.shape == () else
+                      [f"for j in range({p.size}):", f"    cols[{at}, {slot} + j] = {p.offset} + j"])
         return lines
 
-    def column_lines(self, row):
+    def column_lines(self, row, rows):
         """Lines storing the columns of the element slots written at row ``row``
         (the rows' loop variable, or ``r`` of a gather's scatter after them)."""
-        return [f"cols[<<global:{row}>>, {slot}] = {code}"
+        return [f"cols[{rows.plate(row)}, {slot}] = {code}"
                 for (code, at), slot in self.elements.items() if at == row]
