@@ -141,6 +141,7 @@ class Block:
         self.index, self.length = index, length
         self.forward, self.reverse = [], []
         self.values, self.records = {}, []
+        self.level = self  # the block whose straight-line code holds this one's adjoint lines
 
 
 def _column_groups(size, group):
@@ -197,39 +198,42 @@ def indent(lines, depth=1):
     return ["    " * depth + line for line in lines]
 
 
-ADJOINT_INIT = re.compile(r"^(\s*)(a\d+) = 0\.0$")
-TIMES_ONE = re.compile(r" \* 1\.0(?![\w.])")
+class Accumulator:
+    """A line of an adjoint accumulator ``a<n>``: its ``a<n> = 0.0`` or one of its
+    ``a<n> += value`` contributions, written out by ``tidy`` once the whole
+    function is known. An accumulator with exactly one contribution, made in
+    the straight-line code where it is set to zero, takes that contribution
+    directly (``a3 = r4[2]``) and is never zeroed: fewer statements, a shorter
+    compile. ``counts``: accumulator -> whether each of its contributions is
+    made there, shared by a lowering's lines; ``prefix``: indentation."""
+
+    def __init__(self, var, value, counts, prefix=""):
+        self.var, self.value, self.counts, self.prefix = var, value, counts, prefix
+
+    def __radd__(self, prefix):  # ``indent`` prepends the indentation
+        return Accumulator(self.var, self.value, self.counts, prefix + self.prefix)
+
+    def text(self):
+        """The line, or None for the zeroing of an accumulator that takes its one contribution."""
+        single = self.counts.get(self.var) == [True]
+        if self.value is None:
+            return None if single else f"{self.prefix}{self.var} = 0.0"
+        return f"{self.prefix}{self.var} {'=' if single else '+='} {self.value}"
 
 
 def tidy(lines):
-    """The same function body with fewer statements, for a shorter compile (and
-    reading): ``x * 1.0`` in an adjoint line becomes ``x``, and an adjoint set to
-    0.0 that then receives exactly one contribution, in the same block before
-    any other use, takes that contribution directly (``a3 = r4[2]``)."""
-    lines = [TIMES_ONE.sub("", line) if line.lstrip().startswith("a") else line for line in lines]
-    out, dropped = [], set()
-    for k, line in enumerate(lines):
-        match = ADJOINT_INIT.match(line)
-        if match:
-            first = _single_contribution(lines, k, match.group(1), match.group(2))
-            if first is not None:
-                dropped.add(first)
-                continue
-        out.append(line.replace(" += ", " = ", 1) if k in dropped else line)
-    return out
+    """The lines of a function body with their accumulators written out."""
+    written = (line.text() if isinstance(line, Accumulator) else line for line in lines)
+    return [line for line in written if line is not None]
 
 
-def _single_contribution(lines, k, margin, var):
-    """Index of the one ``var += ...`` line if it is the first use of ``var``
-    after line ``k``, in the same block, and ``var`` gets nothing else; else None."""
-    uses = [j for j, line in enumerate(lines) if j != k and re.search(rf"\b{var}\b", line)]
-    if not uses or uses[0] < k or not lines[uses[0]].startswith(f"{margin}{var} += "):
-        return None
-    if sum(lines[j].lstrip().startswith(f"{var} += ") for j in uses) != 1:
-        return None
-    if any(len(line) - len(line.lstrip()) < len(margin) for line in lines[k + 1:uses[0]]):
-        return None  # the block ended before the contribution
-    return uses[0]
+def times(adjoint, derivative):
+    """Code of ``adjoint * derivative``, without a factor ``1.0`` (``a * 1.0 / x`` is ``a / x``)."""
+    if derivative == "1.0":
+        return adjoint
+    if derivative.startswith(("1.0 / ", "1.0 * ")):
+        return f"{adjoint} {derivative[4:]}"
+    return f"{adjoint} * {derivative}"
 
 
 class Lowering:
@@ -254,6 +258,7 @@ class Lowering:
         self.lp = "lp"
         self.counter = 0
         self.depends = {}
+        self.owner, self.contributions = {}, {}  # record variable -> its block; see ``Accumulator``
 
     def fresh(self, prefix="v"):
         self.counter += 1
@@ -280,6 +285,7 @@ class Lowering:
         rule = emit(node, var, block, outer, index)
         if rule is not None and self.needs_grad(node):
             block.records.append((var, rule, node))
+            self.owner[var] = block
         return var
 
     def _value_Param(self, node, var, block, outer, index):
@@ -367,7 +373,7 @@ class Lowering:
         child = self.value(node.children[0], block, outer, index)
         block.forward.append(f"{var} = {UNARY_VALUE[node.op].format(child)}  # {node.label()}")
         derivative = UNARY_DERIVATIVE[node.op].format(child, v=var)
-        return lambda a, b: self._push(node.children[0], child, f"{a} * {derivative}", b)
+        return lambda a, b: self._push(node.children[0], child, times(a, derivative), b)
 
     def _value_Binary(self, node, var, block, outer, index):
         left, right = (self.value(c, block, outer, index) for c in node.children)
@@ -375,8 +381,8 @@ class Lowering:
         d_left, d_right = (d.format(left, right, v=var) for d in BINARY_DERIVATIVE[node.op])
 
         def rule(a, b):
-            return (self._push(node.children[0], left, f"{a} * {d_left}", b)
-                    + self._push(node.children[1], right, f"{a} * {d_right}", b))
+            return (self._push(node.children[0], left, times(a, d_left), b)
+                    + self._push(node.children[1], right, times(a, d_right), b))
         return rule
 
     def _value_Gather(self, node, var, block, outer, index):
@@ -538,17 +544,20 @@ class Lowering:
 
     # ----- adjoints -----------------------------------------------------
     def _push(self, node, var, contribution, block, into=None):
-        """Lines adding ``contribution`` to the adjoint of ``node``'s variable ``var``."""
+        """Lines adding ``contribution`` to the adjoint of ``node``'s variable ``var``,
+        in the reverse sweep of ``block``."""
         if not self.needs_grad(node):
             return []
-        line = f"a{var[1:]} += {contribution}"
+        adjoint = f"a{var[1:]}"
+        self.contributions.setdefault(adjoint, []).append(self.owner[var].level is block.level)
+        line = Accumulator(adjoint, contribution, self.contributions)
         if into is not None:
             into.append(line)
             return []
         return [line]
 
     def _adjoint_inits(self, block):
-        return [f"a{var[1:]} = 0.0" for var, _, _ in block.records]
+        return [Accumulator(f"a{var[1:]}", None, self.contributions) for var, _, _ in block.records]
 
     def _reverse(self, block):
         """Reverse rules of ``block``'s records, after its seeds (``block.reverse``)."""
@@ -592,6 +601,8 @@ class Lowering:
             self.assigned |= self.assigning
         self.buffered = self._buffers_rows(term)
         self.rows = Rows(bool(chunked) or self.buffered)
+        if self.per_row or (loop.length == "1" and not (chunked or self.buffered)):
+            outer.level = loop  # the scalars' adjoint lines share the rows' body, or there is no loop
         result = self._term_value(term, keep, loop, outer, mode)
         head = [f"# term {term.name!r}: {self._describe(term)}"]
         if not self.gradient:

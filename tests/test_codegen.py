@@ -181,11 +181,17 @@ def test_generated_source_is_readable():
     compile(source, "<generated>", "exec")
 
 
-def test_tidy_folds_single_contributions_and_drops_times_one():
-    from logdens.codegen import tidy
-    lines = ["a3 = 0.0", "a4 = 0.0", "for i in range(n):", "    a5 = 0.0", "    x = 2.0",
-             "    a5 += r[2] * 1.0", "    a4 += a5 * 1.05", "    a6 = 0.0", "    a6 += a5", "    a6 += x",
-             "a3 += a4 * 1.0 / 4.0", "grad[0] += a3"]
+def test_tidy_folds_single_contributions_and_times_drops_one():
+    from logdens.codegen import Accumulator, indent, tidy, times
+    # where each accumulator's contributions are made: in its own straight-line code or not
+    counts = {"a3": [True], "a4": [False], "a5": [True], "a6": [True, True]}
+
+    def acc(var, value=None):
+        return Accumulator(var, value, counts)
+    lines = ([acc("a3"), acc("a4"), "for i in range(n):"]
+             + indent([acc("a5"), "x = 2.0", acc("a5", times("r[2]", "1.0")), acc("a4", times("a5", "1.05")),
+                       acc("a6"), acc("a6", "a5"), acc("a6", "x")])
+             + [acc("a3", times("a4", "1.0 / 4.0")), "grad[0] += a3"])
     assert tidy(lines) == [
         "a4 = 0.0", "for i in range(n):", "    x = 2.0", "    a5 = r[2]", "    a4 += a5 * 1.05",
         "    a6 = 0.0", "    a6 += a5", "    a6 += x", "a3 = a4 / 4.0", "grad[0] += a3"]
