@@ -10,10 +10,12 @@ __version__ = "0.1.0"
 from logdens.distributions import *  # noqa: F401,F403  (every distribution class)
 from logdens.distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
                                        positive, positive_ordered, real, simplex, unit_interval)
-from logdens.expr import (ModelError, abs, digamma, erf, exp, expm1, inv_logit, lgamma, log,  # noqa: F401
-                          log1p, log_logistic, logaddexp, logistic, logit, softplus, sqrt, square,
-                          sum, tanh)
+from logdens.expr import FUNCTIONS as _FUNCTIONS
+from logdens.expr import ModelError, inv_logit, sum  # noqa: F401
 from logdens.model import Model  # noqa: F401
+
+# ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS
+globals().update(_FUNCTIONS)
 
 _SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace", "pointwise_log_likelihood")
 

@@ -12,6 +12,8 @@ import numbers
 
 import numpy as np
 
+from logdens.ops import OPS
+
 
 class ModelError(ValueError):
     """A model is malformed: a bad name, shape, index or data array."""
@@ -195,9 +197,6 @@ class Unary(Expr):
         return f"{self.op}({children[0]})"
 
 
-SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
-
-
 class Binary(Expr):
     """An elementwise function of two expressions, broadcasting like numpy."""
 
@@ -207,8 +206,9 @@ class Binary(Expr):
 
     def _format(self, children):
         left, right = children
-        if self.op in SYMBOLS:
-            return f"({left} {SYMBOLS[self.op]} {right})"
+        symbol = OPS[self.op].symbol
+        if symbol is not None:
+            return f"({left} {symbol} {right})"
         return f"{self.op}({left}, {right})"
 
 
@@ -299,25 +299,24 @@ def as_expr(value):
     raise TypeError(f"cannot use {type(value).__name__} {value!r} in a model expression")
 
 
-def _unary(op):
-    def fn(x):
-        return Unary(op, as_expr(x))
-    fn.__name__ = op
-    fn.__doc__ = f"Elementwise ``{op}`` of a model expression."
+def _function(op):
+    """The user-facing function ``ld.<name>`` of the elementwise op ``op``."""
+    if op.arity == 1:
+        def fn(x):
+            return Unary(op.name, as_expr(x))
+    else:
+        def fn(a, b):
+            return Binary(op.name, as_expr(a), as_expr(b))
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"Elementwise ``{op.name}`` of model expressions (``logdens.ops.OPS``)."
     return fn
 
 
-UNARY_OPS = ("exp", "log", "log1p", "expm1", "sqrt", "square", "abs", "logistic", "logit",
-             "log_logistic", "softplus", "tanh", "lgamma", "digamma", "erf", "neg")
-exp, log, log1p, expm1, sqrt, square, abs, logistic, logit = (
-    _unary(op) for op in UNARY_OPS[:9])
-log_logistic, softplus, tanh, lgamma, digamma, erf = (_unary(op) for op in UNARY_OPS[9:15])
-inv_logit = logistic
-
-
-def logaddexp(a, b):
-    """Elementwise ``log(exp(a) + exp(b))``, stable."""
-    return Binary("logaddexp", as_expr(a), as_expr(b))
+#: ``ld.exp``, ``ld.logaddexp``, ...: one function per op of the table that no
+#: operator writes. They are names of this module (``logdens`` exports them).
+FUNCTIONS = {op.name: _function(op) for op in OPS.values() if op.symbol is None}
+globals().update(FUNCTIONS)
+inv_logit = FUNCTIONS["logistic"]
 
 
 def sum(x):

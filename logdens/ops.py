@@ -1,0 +1,68 @@
+"""The elementwise ops of model expressions, in one table.
+
+Each op says everything the rest of the package needs about it: its numpy
+implementation (the interpreter in ``logdens.evaluate``), its value and its
+derivatives as templates of generated code (``codegen``), the operator that
+writes it, if any, and so whether it is a user-facing function ``ld.<name>``
+(``logdens.expr.FUNCTIONS``). A new elementwise function is one entry here.
+
+Templates are Python source over the arguments' variables ``{0}``, ``{1}``
+and, in derivatives, the op's value ``{v}``; they may call ``math``,
+``special`` and ``vmath`` (``logdens.distributions``), which every generated
+module imports. ``vmath``'s ``exp`` and ``log`` rather than ``math``'s, so
+that loops vectorize.
+"""
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+from scipy import special as sp
+
+
+class Op(NamedTuple):
+    """One elementwise op.
+
+    ``derivatives[k]`` is d value / d argument ``k``. ``symbol`` is the Python
+    operator that writes the op (``+`` for add, ``-`` for neg), shown infix in
+    the labels of binary ops; None for an op users call as ``ld.<name>``.
+    """
+
+    name: str
+    arity: int
+    numpy: Callable
+    value: str
+    derivatives: tuple
+    symbol: str | None = None
+
+
+def _softplus(x):
+    """log(1 + exp(x)), stable for large x."""
+    return np.logaddexp(0.0, x)
+
+
+OPS = {op.name: op for op in (
+    Op("neg", 1, np.negative, "-{0}", ("-1.0",), symbol="-"),
+    Op("exp", 1, np.exp, "vmath.exp({0})", ("{v}",)),
+    Op("log", 1, np.log, "vmath.log({0})", ("1.0 / {0}",)),
+    Op("log1p", 1, np.log1p, "vmath.log1p({0})", ("1.0 / (1.0 + {0})",)),
+    Op("expm1", 1, np.expm1, "math.expm1({0})", ("({v} + 1.0)",)),
+    Op("sqrt", 1, np.sqrt, "math.sqrt({0})", ("0.5 / {v}",)),
+    Op("square", 1, np.square, "{0} * {0}", ("2.0 * {0}",)),
+    Op("abs", 1, np.abs, "abs({0})", ("math.copysign(1.0, {0})",)),
+    Op("logistic", 1, sp.expit, "special.logistic({0})", ("{v} * (1.0 - {v})",)),
+    Op("logit", 1, sp.logit, "special.logit({0})", ("1.0 / ({0} * (1.0 - {0}))",)),
+    Op("log_logistic", 1, sp.log_expit, "special.log_logistic({0})", ("special.logistic(-{0})",)),
+    Op("softplus", 1, _softplus, "special.log1pexp({0})", ("special.logistic({0})",)),
+    Op("tanh", 1, np.tanh, "math.tanh({0})", ("(1.0 - {v} * {v})",)),
+    Op("lgamma", 1, sp.gammaln, "math.lgamma({0})", ("special.digamma({0})",)),
+    Op("digamma", 1, sp.digamma, "special.digamma({0})", ("special.trigamma({0})",)),
+    # d erf(x) / dx = 2 / sqrt(pi) * exp(-x^2)
+    Op("erf", 1, sp.erf, "math.erf({0})", ("1.1283791670955126 * vmath.exp(-{0} * {0})",)),
+    Op("add", 2, np.add, "{0} + {1}", ("1.0", "1.0"), symbol="+"),
+    Op("sub", 2, np.subtract, "{0} - {1}", ("1.0", "-1.0"), symbol="-"),
+    Op("mul", 2, np.multiply, "{0} * {1}", ("{1}", "{0}"), symbol="*"),
+    Op("div", 2, np.divide, "{0} / {1}", ("1.0 / {1}", "-{v} / {1}"), symbol="/"),
+    Op("pow", 2, np.power, "{0} ** {1}", ("{1} * {0} ** ({1} - 1.0)", "{v} * vmath.log({0})"), symbol="**"),
+    Op("logaddexp", 2, np.logaddexp, "special.logaddexp({0}, {1})",
+       ("vmath.exp({0} - {v})", "vmath.exp({1} - {v})")),
+)}

@@ -1,0 +1,132 @@
+"""logdens.ops: each op's value and derivative templates, run as Python, against
+its numpy function and central differences of it; the table against the
+functions and operators users write.
+
+Tolerances. Values: rtol 1e-12, both sides being within a few ulp of the
+truth (``vmath``, ``special``, ``math`` and numpy/scipy; ``lgamma`` and
+``digamma`` at negative arguments agree to about 1e-14). Derivatives: the
+difference quotient of the numpy function with h = 1e-6 * max(1, |x|), less
+near a singular point (a bound of the domain, a pole), has a truncation error
+of about (h / x)^2 relative and a rounding error of about eps * |f| / h
+absolute (each value is within a few ulp); we allow rtol 1e-6 plus
+8 eps |f| / h. Where the derivative is tiny beside the value (``logistic``
+and ``erf`` towards +inf, ``tanh`` at +-8) that second part dominates and the
+check is weak: the quotient cannot do better in float64.
+"""
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import logdens as ld
+from logdens import expr as ex
+from logdens.distributions import special, vmath
+from logdens.ops import OPS
+
+EPS = np.finfo(float).eps
+
+# Points in each op's domain, tails included (one tuple per call).
+POINTS = {
+    "neg": [(-3.0,), (0.5,), (1e3,)],
+    "exp": [(-30.0,), (-1.0,), (0.3,), (5.0,), (300.0,)],
+    "log": [(1e-8,), (0.5,), (3.0,), (1e300,)],
+    "log1p": [(-0.999,), (-0.5,), (1e-10,), (2.0,), (1e10,)],
+    "expm1": [(-40.0,), (-1e-8,), (1e-10,), (2.0,), (50.0,)],
+    "sqrt": [(1e-10,), (0.25,), (4.0,), (1e12,)],
+    "square": [(-1e3,), (-0.5,), (3.0,)],
+    "abs": [(-2.5,), (3.0,)],
+    "logistic": [(-40.0,), (-3.0,), (0.2,), (15.0,)],
+    "logit": [(1e-10,), (0.3,), (0.5,), (0.9,), (1.0 - 1e-6,)],
+    "log_logistic": [(-40.0,), (-2.0,), (0.5,), (30.0,)],
+    "softplus": [(-40.0,), (-2.0,), (0.5,), (30.0,), (800.0,)],
+    "tanh": [(-8.0,), (-0.5,), (0.3,), (5.0,)],
+    "lgamma": [(1e-8,), (0.5,), (3.5,), (1e6,), (-2.5,)],
+    "digamma": [(1e-6,), (0.5,), (7.3,), (1e8,), (-2.5,)],
+    "erf": [(-6.0,), (-0.5,), (1e-8,), (1.2,), (4.0,)],
+    "add": [(-1.5, 2.0), (1e8, -3.0)],
+    "sub": [(-1.5, 2.0), (1e8, -3.0)],
+    "mul": [(-1.5, 2.0), (1e8, -3e-5)],
+    "div": [(3.0, -2.0), (1e-3, 7.0), (-5.0, 1e-4)],
+    "pow": [(2.0, 3.0), (0.5, -1.5), (10.0, 0.5), (1e-3, 2.5)],
+    "logaddexp": [(-1.0, 2.0), (-800.0, -800.0), (30.0, -30.0), (0.5, 0.5), (700.0, 700.5)],
+}
+# Per argument, the singular points (bounds of the domain, poles) that the step
+# must stay well inside of.
+SINGULAR = {"log": [(0.0,)], "log1p": [(-1.0,)], "sqrt": [(0.0,)], "logit": [(0.0, 1.0)],
+            "lgamma": [(0.0, -2.0, -3.0)], "digamma": [(0.0, -2.0, -3.0)], "div": [(), (0.0,)],
+            "pow": [(0.0,), ()]}
+NAMESPACE = {"math": math, "special": special, "vmath": vmath}
+CASES = [(name, point) for name, points in POINTS.items() for point in points]
+
+
+def _render(template, args, value=None):
+    """``template`` run as Python with the arguments (and value) bound to names."""
+    names = {f"x{k}": float(a) for k, a in enumerate(args)}
+    code = template.format(*names, v="v")
+    return eval(code, dict(NAMESPACE), {**names, "v": value})
+
+
+def _step(name, k, x):
+    """h = 1e-6 * max(1, |x|), or 1e-6 of the distance to a nearer singular point."""
+    h = 1e-6 * max(1.0, abs(x))
+    for point in SINGULAR.get(name, [(), ()])[k]:
+        h = min(h, 1e-6 * abs(x - point))
+    return (x + h) - x  # exactly representable
+
+
+def test_every_op_has_points():
+    assert set(POINTS) == set(OPS)
+    for name, op in OPS.items():
+        assert op.name == name and op.arity in (1, 2) and len(op.derivatives) == op.arity
+        assert all(len(p) == op.arity for p in POINTS[name])
+
+
+@pytest.mark.parametrize("name, point", CASES, ids=[f"{n}{p}" for n, p in CASES])
+def test_value_template_matches_numpy(name, point):
+    op = OPS[name]
+    got, want = _render(op.value, point), float(op.numpy(*np.array(point)))
+    assert got == pytest.approx(want, rel=1e-12, abs=0.0)
+
+
+@pytest.mark.parametrize("name, point", CASES, ids=[f"{n}{p}" for n, p in CASES])
+def test_derivative_templates_match_central_differences(name, point):
+    op = OPS[name]
+    value = _render(op.value, point)
+    for k, template in enumerate(op.derivatives):
+        h = _step(name, k, point[k])
+        up, down = list(point), list(point)
+        up[k], down[k] = point[k] + h, point[k] - h
+        f_up, f_down = (float(op.numpy(*np.array(p))) for p in (up, down))
+        quotient = (f_up - f_down) / (2.0 * h)
+        rounding = 8.0 * EPS * max(abs(f_up), abs(f_down)) / h
+        got = _render(template, point, value)
+        assert abs(got - quotient) <= 1e-6 * abs(quotient) + rounding, (k, got, quotient)
+
+
+def test_every_exported_elementwise_function_is_in_the_table():
+    """``ld.<f>`` that builds an elementwise node builds one of a table op, and every
+    op no operator writes is ``ld.<name>``."""
+    m = ld.Model()
+    x = m.param("x")
+    built = {}
+    for attr, fn in vars(ld).items():
+        if inspect.isfunction(fn) and fn.__module__ == "logdens.expr":
+            node = fn(*[x] * len(inspect.signature(fn).parameters))
+            if isinstance(node, (ex.Unary, ex.Binary)):
+                built[attr] = node.op
+    assert all(op in OPS and OPS[op].symbol is None for op in built.values())
+    functions = {name for name, op in OPS.items() if op.symbol is None}
+    assert functions <= set(built) and built["inv_logit"] == "logistic"
+
+
+def test_operators_build_the_ops_with_their_symbols():
+    m = ld.Model()
+    a, b = m.param("a"), m.param("b")
+    for name, op in OPS.items():
+        if op.symbol is None:
+            continue
+        node = eval(f"a {op.symbol} b" if op.arity == 2 else f"{op.symbol}a", {"a": a, "b": b})
+        assert (node.op, len(node.children)) == (name, op.arity)
+        assert node.label() == (f"(a {op.symbol} b)" if op.arity == 2 else f"{name}(a)")
