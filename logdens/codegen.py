@@ -22,7 +22,6 @@ arrays, ``n_<name>`` data lengths, all names validated identifiers.
 """
 
 import functools
-import re
 from typing import NamedTuple
 
 from logdens import expr as ex
@@ -242,11 +241,15 @@ class Lowering:
     ``gradient``: emit adjoint code; ``target(entry, row, rows)``: code of
     the gradient ``Entry`` at the loop's row ``row`` (``grad[col]``, or a row
     of the per-sample output); ``per_row``: scalar adjoints are flushed in
-    every iteration (per-sample gradients) instead of once after the loop.
+    every iteration (per-sample gradients) instead of once after the loop;
+    ``blocks``: the CPU schedule of loops in blocks of rows, reading products,
+    gathers and hoisted expressions through per-block buffers (``_blocks``);
+    without it every row does its own work, as a GPU thread would.
     """
 
-    def __init__(self, layout, gradient, target=None, per_row=False, chunks=None):
+    def __init__(self, layout, gradient, target=None, per_row=False, chunks=None, blocks=True):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
+        self.blocks = blocks
         self.gathered_index, self.gathered_order, self.rows = {}, {}, Rows(False)
         # Vector parameters whose gradient entries a term assigns instead of
         # adding to (see ``assign_first``), those assigned so far, and those any
@@ -362,6 +365,10 @@ class Lowering:
         """Whether ``index`` is the row of the term loop."""
         return block is self.term_loop and index == block.index
 
+    def _blockable(self, block, index):
+        """Whether a node at ``index`` may be read through a per-block buffer."""
+        return self.blocks and self._row_aligned(block, index)
+
     def _element(self, array, block, index, offset=0):
         """Code of element ``offset + index`` of ``array`` (through ``self.rows``
         when ``index`` is the term loop's row)."""
@@ -389,7 +396,7 @@ class Lowering:
         source, idx = node.children
         k = self.fresh("k")
         block.forward.append(f"{k} = {self._element(f'i_{self.layout.data_ident(idx)}', block, index)}")
-        if self._row_aligned(block, index) and not (self.per_row and self.row_events):
+        if self._blockable(block, index) and not (self.per_row and self.row_events):
             # Through the block's view: numba wraps a negative index, and LLVM cannot
             # tell ``b0 + r`` is not (a scatter of 20,000 rows: 21.7 against 14.6 us).
             name = self.layout.data_ident(idx)
@@ -417,6 +424,8 @@ class Lowering:
         are read at the gathered index. The mirror of ``_value_MatVec`` and
         ``_value_Gather``, asked before the loop's body is written because the
         body subscripts its rows by the answer (``Rows``)."""
+        if not self.blocks:
+            return False
         @functools.lru_cache(maxsize=None)  # keyed by node: a shared sub-expression is asked once
         def at_row(node):
             if node.shape == ():
@@ -477,7 +486,7 @@ class Lowering:
         matrix, vector = node.children
         p = self.layout.params[vector.name]
         X = f"d_{self.layout.data_ident(matrix)}"
-        if self._row_aligned(block, index) and not (self.per_row and p.transform.event):
+        if self._blockable(block, index) and not (self.per_row and p.transform.event):
             # Row-aligned with the term's loop: computed a block of rows at a
             # time (see _blocks), read here from the block's buffer.
             buffer = f"eta{var[1:]}"

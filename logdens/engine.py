@@ -168,15 +168,18 @@ def _spans(layout, select):
     return spans
 
 
-def generate_source(model, layout):
-    """The complete generated module for ``model`` as Python source."""
+def generate_source(model, layout, blocks=True):
+    """The complete generated module for ``model`` as Python source; ``blocks``:
+    loops in blocks of rows with buffers (``codegen.Lowering``), the CPU
+    schedule; without them, the plain loops a GPU emitter starts from (tests
+    compare the two)."""
     out = _header(model, layout)
-    out += _gradient_functions(model, layout)
+    out += _gradient_functions(model, layout, blocks)
     out += _c_entry(layout)
-    out += _value_functions(model, layout)
+    out += _value_functions(model, layout, blocks)
     for term in model.terms:
         if term.kind == "observe":
-            out += _observed_functions(model, layout, term)
+            out += _observed_functions(model, layout, term, blocks)
     return "\n".join(out) + "\n"
 
 
@@ -198,17 +201,17 @@ def _zero_unassigned(layout, assigned):
     return [f"grad[{a}:{b}] = 0.0" for a, b in spans]
 
 
-def _gradient_functions(model, layout):
+def _gradient_functions(model, layout, blocks):
     """``core``, ``core_parallel`` (when possible), ``logp_grad`` and ``batch``."""
     prologue = layout.prologue() + _materialize(layout, gradient=True)
-    grad = Lowering(layout, gradient=True, target=grad_target)
+    grad = Lowering(layout, gradient=True, target=grad_target, blocks=blocks)
     grad.assign_first, grad.terms = True, model.terms
     terms = _terms(grad, model)
     body = (prologue + _zero_unassigned(layout, grad.assigned) + ["lp = 0.0"] + terms
             + _event_reverse(layout) + _jacobian(layout, True) + _grad_ending(layout))
     out = _function("def core(theta, grad, fdata, idata, jacobian):", body)
     if not any(p.transform.event for p in layout.params.values()):
-        chunked = Lowering(layout, gradient=True, target=grad_target, chunks=CHUNKS)
+        chunked = Lowering(layout, gradient=True, target=grad_target, chunks=CHUNKS, blocks=blocks)
         terms = _terms(chunked, model)
         rows = [f"bufs = np.zeros(({CHUNKS}, {layout.dim}))"] if chunked.uses_bufs else []
         merge = ["for c in range(lps.shape[0]):  # in chunk order: deterministic", "    lp += lps[c]"]
@@ -239,17 +242,17 @@ def _c_entry(layout):
             f"    return numba.cfunc({C_SIGNATURE!r}, cache=True)(c_logp_grad)", "", ""]
 
 
-def _value_functions(model, layout):
+def _value_functions(model, layout, blocks):
     """``value`` (the log density alone) and ``constants`` (the summands ``core`` drops)."""
     prologue = layout.prologue() + _materialize(layout, gradient=False)
-    value = Lowering(layout, gradient=False)
+    value = Lowering(layout, gradient=False, blocks=blocks)
     return (_function("def value(theta, fdata, idata, jacobian):",
                       prologue + ["lp = 0.0"] + _terms(value, model) + _jacobian(layout, False) + ENDING)
             + _function("def constants(theta, fdata, idata):",
                         prologue + ["lp = 0.0"] + _terms(value, model, keep=_dropped) + ["return lp"]))
 
 
-def _observed_functions(model, layout, term):
+def _observed_functions(model, layout, term, blocks):
     """``pointwise_<term>`` and ``per_sample_<term>`` of one observed term.
 
     ``pointwise_<term>(..., out, dropped)`` writes per observation the
@@ -261,11 +264,12 @@ def _observed_functions(model, layout, term):
     """
     value_prologue = layout.prologue() + _materialize(layout, gradient=False)
     grad_prologue = layout.prologue() + _materialize(layout, gradient=True)
-    dense = Lowering(layout, gradient=True, per_row=True, target=DenseRows(layout))
+    dense = Lowering(layout, gradient=True, per_row=True, target=DenseRows(layout), blocks=blocks)
     sparse_rows = SparseRows(layout, term)
-    sparse = _terms(Lowering(layout, gradient=True, per_row=True, target=sparse_rows), model, "lp", term)
-    kept = _terms(Lowering(layout, gradient=False), model, "pointwise", term)
-    dropped = (_terms(Lowering(layout, gradient=False), model, "pointwise", term, keep=_dropped)
+    sparse = _terms(Lowering(layout, gradient=True, per_row=True, target=sparse_rows, blocks=blocks),
+                    model, "lp", term)
+    kept = _terms(Lowering(layout, gradient=False, blocks=blocks), model, "pointwise", term)
+    dropped = (_terms(Lowering(layout, gradient=False, blocks=blocks), model, "pointwise", term, keep=_dropped)
                if _dropped(term) is not None else ["out[:] = 0.0"])
     ident = layout.term_idents[term.name]
     pointwise = _function(f"def pointwise_{ident}(theta, fdata, idata, out, dropped):",
@@ -279,15 +283,15 @@ def _observed_functions(model, layout, term):
                         grad_prologue + ["lp = 0.0"] + sparse))
 
 
-def compile_model(model, backend="cpu", cache_dir=None, parallel=False):
+def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=True):
     """Generate ``model``'s module, load it through the disk cache, return a ``LogDensity``.
 
     ``backend="python"`` runs the same generated code uncompiled (slow; for
-    tests and debugging).
+    tests and debugging); ``blocks``: see ``generate_source``.
     """
     from logdens.density import LogDensity
     layout = Layout(model)
-    source = generate_source(model, layout)
+    source = generate_source(model, layout, blocks)
     if backend == "python":
         return LogDensity(model, layout, python_twin(source), source, parallel)
     if backend != "cpu":
