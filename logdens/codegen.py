@@ -79,23 +79,29 @@ def literal(value):
     return repr(float(value))
 
 
+# How the rows of a term loop write to a gradient entry (``Entry.kind``): each row
+# to its own entry (disjoint between the chunks of a parallel loop, a store on a
+# GPU), every row to the same entry (a scalar parameter), or to an entry picked
+# by an index or an inner loop (a gather's source, a product's vector).
+OWN_ROW, SHARED, SCATTER = "own row", "shared", "scatter"
+
+
 class Entry(NamedTuple):
-    """A gradient entry that an adjoint is added to: element ``at`` (code; None for
-    a scalar) of parameter ``p``, in column ``col`` (code). ``own_row``: ``at`` is
-    the term loop's row, so the chunks of a parallel loop write disjoint entries
-    (its column is then written by the target, which knows how rows are read)."""
+    """A gradient entry that adjoints are added to: element ``at`` (code; None for
+    a scalar) of parameter ``p``, in column ``col`` (code; for ``OWN_ROW``
+    written by the target, which knows how the loop reads its rows)."""
 
     p: object
-    at: object = None
-    col: object = None
-    own_row: bool = False
+    at: object
+    col: object
+    kind: str
 
 
 def entry(p, at=None):
     """The ``Entry`` of element ``at`` of ``p`` (its scalar value when ``at`` is None)."""
     if at is None:
-        return Entry(p, None, p.offset)
-    return Entry(p, at, f"{p.offset} + {at}" if p.offset else at)
+        return Entry(p, None, p.offset, SHARED)
+    return Entry(p, at, f"{p.offset} + {at}" if p.offset else at, SCATTER)
 
 
 class Rows:
@@ -125,7 +131,7 @@ class Rows:
 
 def grad_target(e, row, rows):
     """``grad``'s entry ``e``: the serial kernels' gradient target."""
-    return rows.element("grad", e.at, e.p.offset) if e.own_row else f"grad[{e.col}]"
+    return rows.element("grad", e.at, e.p.offset) if e.kind == OWN_ROW else f"grad[{e.col}]"
 
 
 class Block:
@@ -304,7 +310,7 @@ class Lowering:
         if index in self.gathered_index:
             return self._gathered_param(node, p, var, block, index)
         if self._row_aligned(block, index):
-            here = Entry(p, index, None, own_row=True)
+            here = Entry(p, index, None, OWN_ROW)
         else:
             here = entry(p, index)
         if p.transform.event:
@@ -782,7 +788,7 @@ class Lowering:
         """Gradient entry written by a chunk: elements at the loop's own row are
         disjoint between chunks and go straight to ``grad``; the rest (scalars,
         gathers, matrix products) go to the chunk's private row of ``bufs``."""
-        if e.own_row:
+        if e.kind == OWN_ROW:
             return grad_target(e, row, rows)
         self.uses_bufs = True
         return f"bufs[c, {e.col}]"

@@ -17,17 +17,17 @@ of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
 """
 
 from logdens import expr as ex
-from logdens.codegen import params_read_by_element
+from logdens.codegen import OWN_ROW, params_read_by_element
 
 
 def _index(e, rows):
     """Code of the element index of gradient entry ``e`` inside its parameter."""
-    return rows.plate(e.at) if e.own_row else e.at
+    return rows.plate(e.at) if e.kind == OWN_ROW else e.at
 
 
 def _column(e, rows):
     """Code of the column of gradient entry ``e``."""
-    return f"{e.p.offset} + {rows.plate(e.at)}" if e.own_row else e.col
+    return f"{e.p.offset} + {rows.plate(e.at)}" if e.kind == OWN_ROW else e.col
 
 
 class DenseRows:
