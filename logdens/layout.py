@@ -21,7 +21,7 @@ from typing import NamedTuple, Tuple
 
 import numpy as np
 
-from logdens import expr as ex
+from logdens import rules
 from logdens.transforms import Transform
 
 HEADER_WIDTH = 5
@@ -80,32 +80,22 @@ class Layout:
         self._names = {}     # id(Data node) -> stored name
         self.anonymous = {}  # generated name -> array, for arrays given without a name
         self.data = {}
-        seen = set()  # (node, as_index): a shared sub-expression is collected once
-        for term in model.terms:
-            for node in term.args:
-                self._collect(node, seen)
+        roots = [node for term in model.terms for node in term.args]
+        for node, as_index in rules.visits(roots, False, lambda _, access: access == rules.INDEX):
+            if rules.rule(node).data:
+                self._add_data(node, as_index)
         first = len(self.params) + len(self.data)
         self.term_idents = {term.name: identifier(term.name, first + k) for k, term in enumerate(model.terms)}
 
-    def _collect(self, node, seen, as_index=False):
-        if (id(node), as_index) in seen:
-            return
-        seen.add((id(node), as_index))
-        if isinstance(node, ex.Data):
-            name = self.data_name(node) if id(node) in self._names else self._name(node)
-            slot = self.data.get(name)
-            value_use = not as_index or (slot is not None and slot.as_value)
-            index_use = as_index or (slot is not None and slot.as_index)
-            position = len(self.data) if slot is None else slot.position
-            self.data[name] = DataSlot(name, position, value_use, index_use, node.ndim,
-                                       identifier(name, len(self.params) + position))
-            return
-        if isinstance(node, ex.Gather):
-            self._collect(node.children[0], seen)
-            self._collect(node.children[1], seen, as_index=True)
-            return
-        for child in node.children:
-            self._collect(child, seen)
+    def _add_data(self, node, as_index):
+        """Add data node ``node``, read as an index or as values, to ``self.data``."""
+        name = self.data_name(node) if id(node) in self._names else self._name(node)
+        slot = self.data.get(name)
+        value_use = not as_index or (slot is not None and slot.as_value)
+        index_use = as_index or (slot is not None and slot.as_index)
+        position = len(self.data) if slot is None else slot.position
+        self.data[name] = DataSlot(name, position, value_use, index_use, node.ndim,
+                                   identifier(name, len(self.params) + position))
 
     def _name(self, node):
         name = node.name if node.name is not None else f"_a{len(self._names)}"

@@ -19,7 +19,7 @@ rows of terms sorted by the same index.
 
 import numpy as np
 
-from logdens import expr as ex
+from logdens import rules
 
 
 class RowOrder:
@@ -72,33 +72,21 @@ def _reads(term, layout):
     rows whose source reads parameters, whether no parameter vector is read at the rows)."""
     at_row, other, indices = set(), set(), []
     row_only = True
-
-    seen = set()  # (node, row): a shared sub-expression is visited once per context
-
-    def walk(node, row):
-        nonlocal row_only
-        if (id(node), row) in seen:
-            return
-        seen.add((id(node), row))
-        if isinstance(node, ex.Data):
-            (at_row if row and node.shape != () else other).add(layout.data_name(node))
-        elif isinstance(node, ex.Param):
-            row_only = row_only and not (row and node.shape != ())
-        elif isinstance(node, ex.Gather):
-            source, index = node.children
-            walk(index, row)
-            walk(source, False)
-            if row and source.depends_on_params():
-                indices.append(layout.data_name(index))
-        elif isinstance(node, ex.MatVec):
-            matrix, vector = node.children
-            walk(matrix, row)
-            walk(vector, False)
-        else:  # a sum reads its argument whole; a slice reads other rows
-            row_only = row_only and not (row and isinstance(node, ex.Slice))
-            for child in node.children:
-                walk(child, row and not isinstance(node, (ex.Sum, ex.Slice)))
-
-    for arg in term.args:
-        walk(arg, True)
+    for node, row in rules.visits(term.args, True, lambda row, access: row and access in rules.OWN_ROW):
+        node_rule, vector = rules.rule(node), node.shape != ()
+        if node_rule.data:
+            (at_row if row and vector else other).add(layout.data_name(node))
+        if not row:
+            continue
+        kinds = node_rule.reads(node)
+        # a vector parameter at the rows (``rate[i]``) or a slice (element
+        # ``start + step * i``) pairs each row with a position: sorting breaks it
+        row_only = row_only and not (node_rule.param and vector) and rules.SHIFTED not in kinds
+        if any(c.depends_on_params() for c in _read_as(node, kinds, rules.GATHERED)):
+            indices += [layout.data_name(c) for c in _read_as(node, kinds, rules.INDEX)]
     return at_row, other, indices, row_only
+
+
+def _read_as(node, kinds, access):
+    """The children of ``node`` that it reads with access kind ``access``."""
+    return [child for child, kind in zip(node.children, kinds) if kind == access]

@@ -1,0 +1,273 @@
+"""One rule object per expression node type, and the walks that ask them.
+
+A rule says what the rest of the package needs to know about a node type:
+how the node reads each of its children (an access kind, below), whether it
+is elementwise or reduces, its numpy value and its plate length at run time.
+``rule(node)`` finds it by the node's type. Validation, the numpy evaluator,
+row ordering and the data layout ask the rules instead of testing node types
+one by one, so a new node type is a new rule, not an edit of every walk.
+The access kinds below say how a node reads a child in each row of its plate.
+"""
+
+import numpy as np
+
+from logdens import expr as ex
+from logdens.distributions.frozen import _first_violation
+from logdens.expr import ModelError
+from logdens.ops import OPS
+
+#: The child's element at the node's own row (elementwise ops; the matrix's row in ``X @ beta``).
+AT_ROW = "at_row"
+#: The child's element at the node's own row, used as an integer index (a gather's index).
+INDEX = "index"
+#: One element per row, at the position the node's ``INDEX`` child holds (a gather's source).
+GATHERED = "gathered"
+#: One element per row, at a position computed from the row's number (a slice's source).
+SHIFTED = "shifted"
+#: Every element, in every row (the vector of ``X @ beta``, the argument of a sum).
+WHOLE = "whole"
+
+#: Access kinds that read the child at the node's own row.
+OWN_ROW = frozenset({AT_ROW, INDEX})
+#: Access kinds that read one element of the child per row, at the row or elsewhere.
+ONE_PER_ROW = frozenset({AT_ROW, INDEX, GATHERED, SHIFTED})
+
+
+class Rule:
+    """What every node type answers; the defaults are a leaf's.
+
+    ``param``: a parameter's value. ``data``: a data array, replaced by
+    ``set_data``. ``fixed``: its value is known once data are set (a bare data
+    array or constant). ``elementwise``: an elementwise op of its children.
+    ``reduces``: a reduction, which a term must finish before its own rows.
+    """
+
+    param = data = fixed = elementwise = reduces = False
+
+    def reads(self, node):
+        """The access kind of each child, in the order of ``node.children``."""
+        return ()
+
+    def evaluate(self, node, args, values, batch):
+        """The numpy value of ``node``; ``args`` are its children's values (see
+        ``logdens.evaluate``)."""
+        raise NotImplementedError
+
+    def length(self, node, below, ctx):
+        """The run-time plate length of ``node`` (None for a scalar), checking what
+        the kernels rely on; ``below`` are the children's lengths and ``ctx`` has
+        ``where`` (the site, for errors), ``array(data_node)`` (its current array)
+        and ``shown(data_node)`` (its name in errors)."""
+        raise NotImplementedError
+
+
+class ParamRule(Rule):
+    """A parameter: its constrained value."""
+
+    param = True
+
+    def evaluate(self, node, args, values, batch):
+        return np.asarray(values[node.name], dtype=float)
+
+    def length(self, node, below, ctx):
+        return node.shape[0] if node.shape else None
+
+
+class DataRule(Rule):
+    """A data array, named (replaced by ``set_data``) or carrying its own value."""
+
+    data = fixed = True
+
+    def evaluate(self, node, args, values, batch):
+        out = np.asarray(values[node.name] if node.name is not None else node.value)
+        return out if node.integer else out.astype(float)
+
+    def length(self, node, below, ctx):
+        return len(ctx.array(node)) if node.shape else None
+
+
+class ConstRule(Rule):
+    """A scalar constant."""
+
+    fixed = True
+
+    def evaluate(self, node, args, values, batch):
+        return np.float64(node.value)
+
+    def length(self, node, below, ctx):
+        return None
+
+
+class ElementwiseRule(Rule):
+    """``Unary`` and ``Binary``: an op of ``logdens.ops.OPS`` on every child at the row."""
+
+    elementwise = True
+
+    def reads(self, node):
+        return (AT_ROW,) * len(node.children)
+
+    def evaluate(self, node, args, values, batch):
+        return OPS[node.op].numpy(*args)
+
+    def length(self, node, below, ctx):
+        return agree(list(zip(node.children, below)), ctx.where)
+
+
+class GatherRule(Rule):
+    """``source[index]``: per row, the source's element the index array names."""
+
+    def reads(self, node):
+        return (GATHERED, INDEX)
+
+    def evaluate(self, node, args, values, batch):
+        return args[0][..., args[1]]
+
+    def length(self, node, below, ctx):
+        (source, index), idx = node.children, ctx.array(node.children[1])
+        inside = (idx >= 0) & (idx < below[0])
+        if not np.all(inside):
+            raise ModelError(f"{ctx.where}: index {_first_violation(ctx.shown(index), idx, inside)} "
+                             f"is out of bounds for {source.label()} of length {below[0]}")
+        return len(idx)
+
+
+class SliceRule(Rule):
+    """``source[start:stop:step]``: per row ``i``, element ``start + step * i``."""
+
+    def reads(self, node):
+        return (SHIFTED,)
+
+    def evaluate(self, node, args, values, batch):
+        return args[0][..., node.start:node.stop:node.step]
+
+    def length(self, node, below, ctx):
+        """The build-time length: its bounds were resolved against the source's length then."""
+        source = node.children[0]
+        if below[0] != source.shape[0]:
+            raise ModelError(f"{ctx.where}: {node.label()} slices {source.label()}, which had length "
+                             f"{source.shape[0]} when the model was built and now has length {below[0]}; "
+                             "a sliced array keeps its length")
+        return node.shape[0]
+
+
+class MatVecRule(Rule):
+    """``X @ beta``: per row, the matrix's row times the whole vector."""
+
+    def reads(self, node):
+        return (AT_ROW, WHOLE)
+
+    def evaluate(self, node, args, values, batch):
+        return args[1] @ args[0].T
+
+    def length(self, node, below, ctx):
+        matrix, vector = node.children
+        X = ctx.array(matrix)
+        if X.shape[1] != vector.shape[0]:
+            raise ModelError(f"{ctx.where}: {matrix.label()} has {X.shape[1]} columns but "
+                             f"{vector.label()} has length {vector.shape[0]}")
+        return X.shape[0]
+
+
+class SumRule(Rule):
+    """``ld.sum(x)``: a scalar over every element of its argument."""
+
+    reduces = True
+
+    def reads(self, node):
+        return (WHOLE,)
+
+    def evaluate(self, node, args, values, batch):
+        return np.sum(args[0], axis=-1, keepdims=batch)
+
+    def length(self, node, below, ctx):
+        return None
+
+
+RULES = {
+    ex.Param: ParamRule(), ex.Data: DataRule(), ex.Const: ConstRule(),
+    ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Gather: GatherRule(),
+    ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(),
+}
+
+
+def rule(node):
+    """The rule of ``node``'s type."""
+    try:
+        return RULES[type(node)]
+    except KeyError:
+        raise TypeError(f"no rule for expression node type {type(node).__name__}") from None
+
+
+def agree(lengths, where):
+    """The common length of ``(node, length)`` pairs, scalars (None) aside; a
+    ``ModelError`` naming two nodes whose lengths differ."""
+    sized = [(c, n) for c, n in lengths if n is not None]
+    for c, n in sized[1:]:
+        if n != sized[0][1]:
+            raise ModelError(f"{where}: {sized[0][0].label()} has length {sized[0][1]} but "
+                             f"{c.label()} has length {n}")
+    return sized[0][1] if sized else None
+
+
+def fold(root, combine, memo=None):
+    """``combine(node, below)`` at every node under ``root``, children first and in
+    order, ``below`` being the children's results; returns ``root``'s. ``memo``
+    (id(node) -> result, may be shared between calls) makes a shared
+    sub-expression one visit. A loop, not recursion: an unrolled recursion
+    can be deeper than Python's stack."""
+    memo = {} if memo is None else memo
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in memo:
+            continue
+        if ready:
+            memo[id(node)] = combine(node, [memo[id(c)] for c in node.children])
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(node.children))
+    return memo[id(root)]
+
+
+def visits(roots, start, passes):
+    """Every ``(node, context)`` pair reached from ``roots`` with context ``start``,
+    each once, depth first, children in order: a child's context is
+    ``passes(context, access)``, ``access`` being how its parent reads it."""
+    seen, stack = set(), [(root, start) for root in reversed(roots)]
+    while stack:
+        node, context = stack.pop()
+        if (id(node), context) in seen:
+            continue
+        seen.add((id(node), context))
+        yield node, context
+        children = zip(node.children, rule(node).reads(node))
+        stack.extend((child, passes(context, access)) for child, access in reversed(list(children)))
+
+
+def params_read_by_element(layout, term, through):
+    """Vector parameters (no event transform) that ``term`` reads only one element
+    per row: every path to them from the term's arguments reads with access
+    kinds in ``through`` (``OWN_ROW``: at the row itself; ``ONE_PER_ROW``: also
+    through a gather or a slice)."""
+    element, other = set(), set()
+    for node, one in visits(term.args, True, lambda one, access: one and access in through):
+        if rule(node).param and node.shape != ():
+            (element if one and not layout.params[node.name].transform.event else other).add(node.name)
+    return element - other
+
+
+def elementwise_use(node, name):
+    """Whether every path from ``node`` to parameter ``name`` is elementwise (no
+    gather, slice, matrix product or sum reads it)."""
+    return not any(rule(n).param and n.name == name and not at_row
+                   for n, at_row in visits([node], True, lambda at_row, access: at_row and access == AT_ROW))
+
+
+def reads_outside(node, inside, name):
+    """Whether ``node`` reads parameter ``name`` other than below the node ``inside``."""
+    return any(rule(n).param and n.name == name for n in ex.nodes(node, stop=lambda n: n is inside))
+
+
+def has_reduction(node):
+    """Whether a reduction (``ld.sum``) lies below (or at) ``node``."""
+    return any(rule(n).reduces for n in ex.nodes(node))
