@@ -27,6 +27,7 @@ from typing import NamedTuple
 from logdens import expr as ex
 from logdens import validate
 from logdens.layout import module_alias
+from logdens.ops import OPS
 
 # Rows per block of a blocked term loop: its buffers and its block of X stay in
 # cache (logistic regression, D = 20: 110 us at 128 rows, 114 at 256, 119 at 512;
@@ -39,37 +40,6 @@ BLOCK = 128
 UNROLL = 2
 # Most distinct indices in a block of sorted rows scattered by masked sums (see ``_scatter``).
 SPAN = 8
-
-# Elementwise forward rules: op -> value template over child variables.
-UNARY_VALUE = {
-    "neg": "-{0}", "exp": "vmath.exp({0})", "log": "vmath.log({0})", "log1p": "vmath.log1p({0})",
-    "expm1": "math.expm1({0})", "sqrt": "math.sqrt({0})", "square": "{0} * {0}",
-    "abs": "abs({0})", "logistic": "special.logistic({0})", "logit": "special.logit({0})",
-    "log_logistic": "special.log_logistic({0})", "softplus": "special.log1pexp({0})",
-    "tanh": "math.tanh({0})", "lgamma": "math.lgamma({0})", "digamma": "special.digamma({0})",
-    "erf": "math.erf({0})",
-}
-# d value / d child, in terms of the child {0} and the value {v}.
-UNARY_DERIVATIVE = {
-    "neg": "-1.0", "exp": "{v}", "log": "1.0 / {0}", "log1p": "1.0 / (1.0 + {0})",
-    "expm1": "({v} + 1.0)", "sqrt": "0.5 / {v}", "square": "2.0 * {0}",
-    "abs": "math.copysign(1.0, {0})", "logistic": "{v} * (1.0 - {v})",
-    "logit": "1.0 / ({0} * (1.0 - {0}))", "log_logistic": "special.logistic(-{0})",
-    "softplus": "special.logistic({0})", "tanh": "(1.0 - {v} * {v})",
-    "lgamma": "special.digamma({0})", "digamma": "special.trigamma({0})",
-    "erf": "1.1283791670955126 * vmath.exp(-{0} * {0})",
-}
-BINARY_VALUE = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "pow": "{0} ** {1}", "logaddexp": "special.logaddexp({0}, {1})",
-}
-# (d value / d left, d value / d right) in terms of {0}, {1} and the value {v}.
-BINARY_DERIVATIVE = {
-    "add": ("1.0", "1.0"), "sub": ("1.0", "-1.0"), "mul": ("{1}", "{0}"),
-    "div": ("1.0 / {1}", "-{v} / {1}"), "pow": ("{1} * {0} ** ({1} - 1.0)", "{v} * vmath.log({0})"),
-    "logaddexp": ("vmath.exp({0} - {v})", "vmath.exp({1} - {v})"),
-}
-
 
 def literal(value):
     """Python source for the float ``value`` (never NaN: ``Const`` refuses it):
@@ -382,21 +352,17 @@ class Lowering:
             return self.rows.element(array, index, offset)
         return f"{array}[{offset} + {index}]" if offset else f"{array}[{index}]"
 
-    def _value_Unary(self, node, var, block, outer, index):
-        child = self.value(node.children[0], block, outer, index)
-        block.forward.append(f"{var} = {UNARY_VALUE[node.op].format(child)}  # {node.label()}")
-        derivative = UNARY_DERIVATIVE[node.op].format(child, v=var)
-        return lambda a, b: self._push(node.children[0], child, times(a, derivative), b)
+    def _value_elementwise(self, node, var, block, outer, index):
+        """An op of the table ``ops.OPS`` (``Unary``, ``Binary``): its value from its
+        arguments', each argument's adjoint the node's times its partial."""
+        op = OPS[node.op]
+        args = [self.value(c, block, outer, index) for c in node.children]
+        block.forward.append(f"{var} = {op.value.format(*args)}  # {node.label()}")
+        partials = [d.format(*args, v=var) for d in op.derivatives]
+        return lambda a, b: [line for child, arg, d in zip(node.children, args, partials)
+                             for line in self._push(child, arg, times(a, d), b)]
 
-    def _value_Binary(self, node, var, block, outer, index):
-        left, right = (self.value(c, block, outer, index) for c in node.children)
-        block.forward.append(f"{var} = {BINARY_VALUE[node.op].format(left, right)}  # {node.label()}")
-        d_left, d_right = (d.format(left, right, v=var) for d in BINARY_DERIVATIVE[node.op])
-
-        def rule(a, b):
-            return (self._push(node.children[0], left, times(a, d_left), b)
-                    + self._push(node.children[1], right, times(a, d_right), b))
-        return rule
+    _value_Unary = _value_Binary = _value_elementwise
 
     def _value_Gather(self, node, var, block, outer, index):
         source, idx = node.children
