@@ -25,7 +25,7 @@ import functools
 from typing import NamedTuple
 
 from logdens import expr as ex
-from logdens import validate
+from logdens import rules, validate
 from logdens.layout import module_alias
 from logdens.ops import OPS
 
@@ -251,7 +251,7 @@ class Lowering:
     # ----- values -------------------------------------------------------
     def value(self, node, block, outer, index):
         """Emit code for ``node`` at ``index`` (None for scalars); return its variable."""
-        if isinstance(node, ex.Const):
+        if rules.rule(node).constant:
             return literal(node.value)
         if node.shape == ():
             block, index = outer, None
@@ -260,14 +260,13 @@ class Lowering:
             return block.values[key]
         var = self.fresh()
         block.values[key] = var
-        emit = getattr(self, "_value_" + type(node).__name__)
-        rule = emit(node, var, block, outer, index)
+        rule = VALUE_RULES[type(node)](self, node, var, block, outer, index)
         if rule is not None and self.needs_grad(node):
             block.records.append((var, rule, node))
             self.owner[var] = block
         return var
 
-    def _value_Param(self, node, var, block, outer, index):
+    def _value_param(self, node, var, block, outer, index):
         p = self.layout.params[node.name]
         if node.shape == ():
             u = f"theta[{p.offset}]"
@@ -293,7 +292,7 @@ class Lowering:
         block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
         return lambda a, b: [f"{self._target(here)} {op} {a} * {self._element(f'dw_{p.ident}', block, index)}"]
 
-    def _value_Data(self, node, var, block, outer, index):
+    def _value_data(self, node, var, block, outer, index):
         name, ident = self.layout.data_name(node), self.layout.data_ident(node)
         if index in self.gathered_index:  # data: no adjoint, so the rule is never used
             return self._buffered(var, block, f"d_{ident}[{self.gathered_index[index]}[r]]", None,
@@ -362,9 +361,7 @@ class Lowering:
         return lambda a, b: [line for child, arg, d in zip(node.children, args, partials)
                              for line in self._push(child, arg, times(a, d), b)]
 
-    _value_Unary = _value_Binary = _value_elementwise
-
-    def _value_Gather(self, node, var, block, outer, index):
+    def _value_gather(self, node, var, block, outer, index):
         source, idx = node.children
         k = self.fresh("k")
         block.forward.append(f"{k} = {self._element(f'i_{self.layout.data_ident(idx)}', block, index)}")
@@ -386,15 +383,14 @@ class Lowering:
         before the rows instead of once per row: an elementwise expression of
         parameters (``(mu + sigma * z)[group]``), outside per-sample rows,
         which back-propagate each row through it on their own."""
-        return (not self.per_row and isinstance(source, (ex.Unary, ex.Binary))
-                and source.depends_on_params())
+        return not self.per_row and rules.rule(source).elementwise and source.depends_on_params()
 
     def _buffers_rows(self, term):
         """Whether ``term``'s loop reads through per-block buffers (see ``_blocks``):
         a product ``X @ beta`` at its rows, or a gather at its rows of a hoistable
         expression or of an expression whose vector leaves (data or parameters)
-        are read at the gathered index. The mirror of ``_value_MatVec`` and
-        ``_value_Gather``, asked before the loop's body is written because the
+        are read at the gathered index. The mirror of ``_value_product`` and
+        ``_value_gather``, asked before the loop's body is written because the
         body subscripts its rows by the answer (``Rows``)."""
         if not self.blocks:
             return False
@@ -402,21 +398,22 @@ class Lowering:
         def at_row(node):
             if node.shape == ():
                 return False
-            if isinstance(node, ex.MatVec):
-                return not (self.per_row and self.layout.params[node.children[1].name].transform.event)
-            if isinstance(node, ex.Gather):
-                source = node.children[0]
+            reads = dict(zip(rules.rule(node).reads(node), node.children))
+            if rules.WHOLE in reads:  # a product: in blocks, unless a per-sample row reads an event
+                return not (self.per_row and self.layout.params[reads[rules.WHOLE].name].transform.event)
+            if rules.GATHERED in reads:
+                source = reads[rules.GATHERED]
                 return not (self.per_row and self.row_events) and (
                     self._hoistable(source) or gathered_leaf(source))
-            return isinstance(node, (ex.Unary, ex.Binary)) and any(at_row(c) for c in node.children)
+            return rules.rule(node).elementwise and any(at_row(c) for c in node.children)
 
         @functools.lru_cache(maxsize=None)
         def gathered_leaf(node):
             if node.shape == ():
                 return False
-            if isinstance(node, (ex.Data, ex.Param)):
+            if rules.rule(node).param or rules.rule(node).data:
                 return True
-            return isinstance(node, (ex.Unary, ex.Binary)) and any(gathered_leaf(c) for c in node.children)
+            return rules.rule(node).elementwise and any(gathered_leaf(c) for c in node.children)
 
         return any(at_row(a) for a in term.args)
 
@@ -446,7 +443,7 @@ class Lowering:
             outer.reverse += [f"for {back.index} in range({length}):"] + indent(body)
         return self._buffered(var, block, f"{h}[{view}[r]]", sink, f"{source.label()}[{k}]")
 
-    def _value_Slice(self, node, var, block, outer, index):
+    def _value_slice(self, node, var, block, outer, index):
         k = self.fresh("k")
         row = self.rows.plate(index) if self._row_aligned(block, index) else index
         block.forward.append(f"{k} = {node.start} + {node.step} * {row}")
@@ -454,7 +451,7 @@ class Lowering:
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(node.children[0], child, a, b)
 
-    def _value_MatVec(self, node, var, block, outer, index):
+    def _value_product(self, node, var, block, outer, index):
         matrix, vector = node.children
         p = self.layout.params[vector.name]
         X = f"d_{self.layout.data_ident(matrix)}"
@@ -477,7 +474,7 @@ class Lowering:
             return [f"for {j} in range({vector.shape[0]}):", f"    {adjoint}{a} * {X}[{j}, {index}]"]
         return rule
 
-    def _value_Sum(self, node, var, block, outer, index):
+    def _value_sum(self, node, var, block, outer, index):
         arg = node.children[0]
         loop = Block(self.fresh("i"), self.length(arg))
         p = self._one_pass_param(node)
@@ -513,15 +510,15 @@ class Lowering:
         other code touches its entries between the loop and the scaling)."""
         if not (self.gradient and self.assign_first and not self.per_row):
             return None
-        names = {leaf.name for leaf in node.leaves() if isinstance(leaf, ex.Param)}
+        names = {leaf.name for leaf in node.leaves() if rules.rule(leaf).param}
         if len(names) != 1:
             return None
         p = self.layout.params[names.pop()]
         if p.shape == () or p.transform.event or p.name in self.touched:
             return None
-        if not _elementwise_use(node.children[0], p.name):
+        if not rules.elementwise_use(node.children[0], p.name):
             return None
-        return None if any(_used_outside(a, node, p.name) for t in self.terms for a in t.args) else p
+        return None if any(rules.reads_outside(a, node, p.name) for t in self.terms for a in t.args) else p
 
     # ----- adjoints -----------------------------------------------------
     def _push(self, node, var, contribution, block, into=None):
@@ -548,16 +545,14 @@ class Lowering:
         return lines
 
     def length(self, node):
-        """Code for the plate length of a non-scalar node."""
-        if isinstance(node, ex.Param) or isinstance(node, ex.Slice):
-            return str(node.shape[0])
-        if isinstance(node, ex.Data):
+        """Code for the plate length of a non-scalar node: a data array's run-time
+        length, the plate of a child read at the node's rows, or else (a
+        parameter, a slice) the length the node was built with."""
+        if rules.rule(node).data:
             return f"n_{self.layout.data_ident(node)}"
-        if isinstance(node, ex.Gather):
-            return self.length(node.children[1])
-        if isinstance(node, ex.MatVec):
-            return self.length(node.children[0])
-        return self.length(next(c for c in node.children if c.shape != ()))
+        at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
+                  if access in rules.OWN_ROW and c.shape != ()]
+        return self.length(at_row[0]) if at_row else str(node.shape[0])
 
     # ----- terms --------------------------------------------------------
     def term(self, term, keep, mode):
@@ -649,7 +644,7 @@ class Lowering:
 
         def uses(node):
             if id(node) not in paths:
-                paths[id(node)] = (int(isinstance(node, ex.Param) and node.name == p.name)
+                paths[id(node)] = (int(rules.rule(node).param and node.name == p.name)
                                    + sum(uses(c) for c in node.children))
             return paths[id(node)]
         return sum(uses(a) for a in self.row_term.args) == 1
@@ -748,7 +743,7 @@ class Lowering:
         """Vector parameters ``term`` reads only element by element at its own row
         (not through a gather, slice, matrix product or sum). Plate lengths are
         checked equal, so its loop writes each of their gradient entries once."""
-        return params_read_by_element(self.layout, term, (ex.Gather, ex.Slice, ex.MatVec, ex.Sum))
+        return rules.params_read_by_element(self.layout, term, rules.OWN_ROW)
 
     def _chunk_target(self, e, row, rows):
         """Gradient entry written by a chunk: elements at the loop's own row are
@@ -805,41 +800,12 @@ class Lowering:
 
 def _chunkable(term):
     """A term can be chunked when it has a plate and no reduction inside."""
-    return (any(a.shape != () for a in term.args)
-            and not any(isinstance(n, ex.Sum) for a in term.args for n in ex.nodes(a)))
+    return any(a.shape != () for a in term.args) and not any(rules.has_reduction(a) for a in term.args)
 
 
-def params_read_by_element(layout, term, whole):
-    """Vector parameters (no event transform) that ``term`` reads only one element
-    at a time, never below a node of the types ``whole`` (which read them
-    whole or at other rows)."""
-    element, other, seen = set(), set(), set()
-
-    def walk(node, one):
-        if (id(node), one) in seen:
-            return
-        seen.add((id(node), one))
-        if isinstance(node, ex.Param) and node.shape != ():
-            (element if one and not layout.params[node.name].transform.event else other).add(node.name)
-        for child in node.children:
-            walk(child, one and not isinstance(node, whole))
-
-    for arg in term.args:
-        walk(arg, True)
-    return element - other
-
-
-def _reads(node, name):
-    return any(isinstance(leaf, ex.Param) and leaf.name == name for leaf in node.leaves())
-
-
-def _elementwise_use(node, name):
-    """Whether every path from ``node`` to parameter ``name`` is elementwise
-    (no gather, slice, matrix product or sum reads it)."""
-    whole = (ex.Gather, ex.Slice, ex.MatVec, ex.Sum)
-    return not any(isinstance(n, whole) and _reads(n, name) for n in ex.nodes(node))
-
-
-def _used_outside(node, inside, name):
-    """Whether ``node`` reads parameter ``name`` other than below the node ``inside``."""
-    return any(isinstance(n, ex.Param) and n.name == name for n in ex.nodes(node, stop=lambda n: n is inside))
+# How each node type is lowered (see ``Lowering.value``).
+VALUE_RULES = {
+    ex.Param: Lowering._value_param, ex.Data: Lowering._value_data, ex.Unary: Lowering._value_elementwise,
+    ex.Binary: Lowering._value_elementwise, ex.Gather: Lowering._value_gather, ex.Slice: Lowering._value_slice,
+    ex.MatVec: Lowering._value_product, ex.Sum: Lowering._value_sum,
+}

@@ -16,8 +16,8 @@ of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
 ``g[i] == h[i]``); scipy's sparse arrays sum such duplicates.
 """
 
-from logdens import expr as ex
-from logdens.codegen import OWN_ROW, params_read_by_element
+from logdens import rules
+from logdens.codegen import OWN_ROW
 
 
 def _index(e, rows):
@@ -72,7 +72,7 @@ class SparseRows:
     def __init__(self, layout, term):
         self.layout = layout
         # Read one element per row: at the row, through a gather or a slice.
-        element = params_read_by_element(layout, term, (ex.MatVec, ex.Sum))
+        element = rules.params_read_by_element(layout, term, rules.ONE_PER_ROW)
         read = term.params_read()
         self.fixed, width = {}, 0  # parameter name -> its first slot
         for p in layout.params.values():

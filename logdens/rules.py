@@ -37,12 +37,12 @@ class Rule:
     """What every node type answers; the defaults are a leaf's.
 
     ``param``: a parameter's value. ``data``: a data array, replaced by
-    ``set_data``. ``fixed``: its value is known once data are set (a bare data
-    array or constant). ``elementwise``: an elementwise op of its children.
+    ``set_data``. ``constant``: a number written into generated code. ``fixed``:
+    its value is known once data are set (a bare data array or constant). ``elementwise``: an elementwise op of its children.
     ``reduces``: a reduction, which a term must finish before its own rows.
     """
 
-    param = data = fixed = elementwise = reduces = False
+    param = data = constant = fixed = elementwise = reduces = False
 
     def reads(self, node):
         """The access kind of each child, in the order of ``node.children``."""
@@ -89,7 +89,7 @@ class DataRule(Rule):
 class ConstRule(Rule):
     """A scalar constant."""
 
-    fixed = True
+    constant = fixed = True
 
     def evaluate(self, node, args, values, batch):
         return np.float64(node.value)

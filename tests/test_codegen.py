@@ -278,3 +278,12 @@ def test_sorted_and_shuffled_rows_give_the_same_gradient(labels, gathered):
     assert lp == pytest.approx(lp_shuffled, rel=1e-12)  # only the order of the sums differs
     np.testing.assert_allclose(grad, grad_shuffled, rtol=1e-11, atol=1e-12)
     assert density.log_density(theta) == pytest.approx(lp, rel=1e-12)
+
+
+def test_every_node_type_has_a_lowering():
+    """``Lowering.value`` finds each node type's lowering in one table (constants
+    are written as literals)."""
+    from logdens import expr as ex
+    from logdens.codegen import VALUE_RULES
+    types = {cls for cls in vars(ex).values() if isinstance(cls, type) and issubclass(cls, ex.Expr)}
+    assert set(VALUE_RULES) | {ex.Const} == types - {ex.Expr}
