@@ -29,10 +29,12 @@ def logpdf(x, loc, scale):
 def logpdf_grad(x, loc, scale, keep):
     """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep`` and
     why the checks pick a stand-in point instead of returning early."""
-    ok = 0.0 < scale < math.inf and math.isfinite(x) and math.isfinite(loc)
-    scale = scale if ok else 1.0
+    # One check of z covers x and loc (an inf or NaN in either makes z inf or
+    # NaN); a z that overflows from finite x and loc has density 0: -inf too.
+    scale = scale if 0.0 < scale < math.inf else math.nan
     inv_scale = 1.0 / scale
     z = (x - loc) * inv_scale
+    ok = math.isfinite(z)
     lp = 0.0
     d_x = 0.0
     d_scale = 0.0
