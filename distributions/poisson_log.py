@@ -40,11 +40,9 @@ def logpdf(x, log_rate):
 
 @kernel
 def logpdf_grad(x, log_rate, keep, x_valid=False):
-    """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep``, ``x_valid``
-    and why the checks pick a stand-in point instead of returning early."""
-    ok = not _outside(x, log_rate, x_valid)
-    x = x if ok else 0.0
-    log_rate = log_rate if ok else 0.0
+    """``(lp, d_x = 0, d_log_rate)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
+    if _outside(x, log_rate, x_valid):
+        return -math.inf, 0.0, 0.0
     lp = 0.0
     d_log_rate = 0.0
     if keep[0]:
@@ -53,9 +51,9 @@ def logpdf_grad(x, log_rate, keep, x_valid=False):
         d_log_rate = x - rate
     if keep[1]:
         lp -= math.lgamma(x + 1.0)
-    if ok and lp != -math.inf:  # -inf: a summand overflowed (huge counts or parameters)
-        return lp, 0.0, d_log_rate
-    return -math.inf, 0.0, 0.0
+    if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
+        return -math.inf, 0.0, 0.0
+    return lp, 0.0, d_log_rate
 
 
 SPEC = Spec(
