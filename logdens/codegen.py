@@ -19,90 +19,24 @@ reduction's adjoint (``_one_pass_param``).
 Variables: ``v<n>`` values and ``a<n>`` their adjoints (each with a comment
 echoing the source node), ``d_<name>`` data arrays, ``i_<name>`` index
 arrays, ``n_<name>`` data lengths, all names validated identifiers.
+
+What the lowering asks of a node comes from its rule (``logdens.rules``) and
+the op table (``logdens.ops``); how each node type is lowered is one entry of
+``VALUE_RULES``. Where adjoints land is a target's choice
+(``logdens.targets``, ``logdens.rows``); the CPU schedule of blocked loops is
+a switch (``blocks``) whose passes ``logdens.cpu_blocks`` writes; adjoint
+accumulator lines are written out with the function (``logdens.lines``).
 """
 
 import functools
-from typing import NamedTuple
 
 from logdens import expr as ex
 from logdens import rules, validate
+from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, transposed_group
 from logdens.layout import module_alias
+from logdens.lines import Accumulator, indent, literal, times
 from logdens.ops import OPS
-
-# Rows per block of a blocked term loop: its buffers and its block of X stay in
-# cache (logistic regression, D = 20: 110 us at 128 rows, 114 at 256, 119 at 512;
-# hierarchical Poisson the same at all three).
-BLOCK = 128
-# Columns of X per pass over a block's rows in ``X @ beta`` and its transpose: each
-# pass loads and stores the block's buffer once for all of them. Logistic
-# regression (D = 20, blocks of 128), gradient and value: 125 and 89 us with 1,
-# 112 and 82 with 2, 111 and 81 with 4; compile 0.65, 0.74 and 0.89 s.
-UNROLL = 2
-# Most distinct indices in a block of sorted rows scattered by masked sums (see ``_scatter``).
-SPAN = 8
-
-def literal(value):
-    """Python source for the float ``value`` (never NaN: ``Const`` refuses it):
-    ``repr`` writes infinity as ``inf``, a name generated code does not have."""
-    if abs(value) == float("inf"):
-        return "math.inf" if value > 0 else "-math.inf"
-    return repr(float(value))
-
-
-# How the rows of a term loop write to a gradient entry (``Entry.kind``): each row
-# to its own entry (disjoint between the chunks of a parallel loop, a store on a
-# GPU), every row to the same entry (a scalar parameter), or to an entry picked
-# by an index or an inner loop (a gather's source, a product's vector).
-OWN_ROW, SHARED, SCATTER = "own row", "shared", "scatter"
-
-
-class Entry(NamedTuple):
-    """A gradient entry that adjoints are added to: element ``at`` (code; None for
-    a scalar) of parameter ``p``, in column ``col`` (code; for ``OWN_ROW``
-    written by the target, which knows how the loop reads its rows)."""
-
-    p: object
-    at: object
-    col: object
-    kind: str
-
-
-def entry(p, at=None):
-    """The ``Entry`` of element ``at`` of ``p`` (its scalar value when ``at`` is None)."""
-    if at is None:
-        return Entry(p, None, p.offset, SHARED)
-    return Entry(p, at, f"{p.offset} + {at}" if p.offset else at, SCATTER)
-
-
-class Rows:
-    """How the body of a term loop subscripts its row ``i``, decided before the body
-    is written: plainly (``x[offset + i]``), or through views of the block's rows
-    (``x_b<offset>[i]``, bound once per block) when the loop runs in blocks or
-    over a chunk's range. In blocks the row index then starts at 0: numba wraps
-    negative indices, LLVM cannot tell ``b0 + i`` is not negative and would
-    gather every load (measured: 133 against 98 us on the hierarchical Poisson
-    model)."""
-
-    def __init__(self, viewed):
-        self.viewed, self.views = viewed, {}
-
-    def element(self, array, row, offset=0):
-        """Code of element ``offset + row`` of ``array``."""
-        if not self.viewed:
-            return f"{array}[{offset} + {row}]" if offset else f"{array}[{row}]"
-        view = f"{array}_b{offset}"
-        self.views.setdefault(view, f"{array}[{offset} + b0:{offset} + b1]" if offset else f"{array}[b0:b1]")
-        return f"{view}[{row}]"
-
-    def plate(self, row):
-        """Code of the plate index of the loop's row ``row`` (or of ``r`` in a block)."""
-        return f"(b0 + {row})" if self.viewed else row
-
-
-def grad_target(e, row, rows):
-    """``grad``'s entry ``e``: the serial kernels' gradient target."""
-    return rows.element("grad", e.at, e.p.offset) if e.kind == OWN_ROW else f"grad[{e.col}]"
-
+from logdens.targets import OWN_ROW, Entry, Rows, entry, grad_target
 
 class Block:
     """Straight-line code, or the body of one loop, with its own value cache.
@@ -117,98 +51,6 @@ class Block:
         self.forward, self.reverse = [], []
         self.values, self.records = {}, []
         self.level = self  # the block whose straight-line code holds this one's adjoint lines
-
-
-def _column_groups(size, group):
-    """Lines of ``group(cols)`` over the columns ``0 .. size - 1``, ``UNROLL`` at a
-    time: in a loop over ``j`` (columns ``j``, ``j + 1``, ...), then the rest."""
-    full = size - size % UNROLL if size >= 2 * UNROLL else 0  # a loop for two groups or more
-    lines = []
-    if full:
-        body = group(["j"] + [f"j + {q}" for q in range(1, UNROLL)])
-        lines += [f"for j in range(0, {full}, {UNROLL}):"] + indent(body)
-    for lo in range(full, size, UNROLL):
-        lines += group([str(c) for c in range(lo, min(lo + UNROLL, size))])
-    return lines
-
-
-def _product_group(X, buffer, cols):
-    """``buffer[r] += X[b0 + r, cols] @ v<buffer>[cols]`` for a block's rows ``r``."""
-    lines = [f"c{q} = {X}[{c}, b0:b1]" for q, c in enumerate(cols)]
-    lines[0] += f"  # {X} is stored transposed: {X}[{cols[0]}, b0:b1] is column {cols[0]} of the block"
-    lines += [f"w{q} = v{buffer}[{c}]" for q, c in enumerate(cols)]
-    terms = " + ".join(f"c{q}[r] * w{q}" for q in range(len(cols)))
-    return lines + ["for r in range(b1 - b0):", f"    {buffer}[r] += {terms}"]
-
-
-def _transposed_group(X, buffer, cols, sinks):
-    """Adds ``X[b0:b1, c] @ a<buffer>`` through ``sinks[k]`` for each column ``c = cols[k]``."""
-    lines = [f"c{q} = {X}[{c}, b0:b1]" for q, c in enumerate(cols)] + [f"t{q} = 0.0" for q in range(len(cols))]
-    lines += ["for r in range(b1 - b0):", f"    adjoint = a{buffer}[r]"]
-    lines += [f"    t{q} += c{q}[r] * adjoint" for q in range(len(cols))]
-    return lines + [f"{sink}t{q}" for q, sink in enumerate(sinks)]
-
-
-def _scatter(view, ordered, entry, adjoints):
-    """Lines adding ``adjoints[r]`` to the adjoint of element ``view[r]`` (``view``:
-    the block's rows of an index array) for a block's rows.
-
-    When the index array never decreases (``ordered``, set by ``set_data``) and
-    the block holds fewer than ``SPAN`` distinct indices, ``first .. last``:
-    one vectorized masked sum per index. Otherwise one add per row. Sorted
-    rows added one by one made every add wait for the one before it, to the
-    same element: the gradient of the hierarchical Poisson model (20,000
-    rows, 100 groups) took 60 us by masked sums, 72 us by one add per run of
-    equal indices and 103 us by one add per row.
-    """
-    masked = [f"for g in range(first, last + 1):", "    t = 0.0", "    for r in range(b1 - b0):",
-              f"        t += {adjoints}[r] if {view}[r] == g else 0.0", f"    {entry('g')}t"]
-    rows = ["for r in range(b1 - b0):", f"    {entry(f'{view}[r]')}{adjoints}[r]"]
-    return ([f"first, last = {view}[0], {view}[b1 - b0 - 1]",
-             f"if {ordered} and last - first < {SPAN}:  # a few indices: one masked sum each"]
-            + indent(masked) + ["else:"] + indent(rows))
-
-
-def indent(lines, depth=1):
-    return ["    " * depth + line for line in lines]
-
-
-class Accumulator:
-    """A line of an adjoint accumulator ``a<n>``: its ``a<n> = 0.0`` or one of its
-    ``a<n> += value`` contributions, written out by ``tidy`` once the whole
-    function is known. An accumulator with exactly one contribution, made in
-    the straight-line code where it is set to zero, takes that contribution
-    directly (``a3 = r4[2]``) and is never zeroed: fewer statements, a shorter
-    compile. ``counts``: accumulator -> whether each of its contributions is
-    made there, shared by a lowering's lines; ``prefix``: indentation."""
-
-    def __init__(self, var, value, counts, prefix=""):
-        self.var, self.value, self.counts, self.prefix = var, value, counts, prefix
-
-    def __radd__(self, prefix):  # ``indent`` prepends the indentation
-        return Accumulator(self.var, self.value, self.counts, prefix + self.prefix)
-
-    def text(self):
-        """The line, or None for the zeroing of an accumulator that takes its one contribution."""
-        single = self.counts.get(self.var) == [True]
-        if self.value is None:
-            return None if single else f"{self.prefix}{self.var} = 0.0"
-        return f"{self.prefix}{self.var} {'=' if single else '+='} {self.value}"
-
-
-def tidy(lines):
-    """The lines of a function body with their accumulators written out."""
-    written = (line.text() if isinstance(line, Accumulator) else line for line in lines)
-    return [line for line in written if line is not None]
-
-
-def times(adjoint, derivative):
-    """Code of ``adjoint * derivative``, without a factor ``1.0`` (``a * 1.0 / x`` is ``a / x``)."""
-    if derivative == "1.0":
-        return adjoint
-    if derivative.startswith(("1.0 / ", "1.0 * ")):
-        return f"{adjoint} {derivative[4:]}"
-    return f"{adjoint} * {derivative}"
 
 
 class Lowering:
@@ -701,7 +543,7 @@ class Lowering:
             if self.per_row:  # each row's adjoint into its own row
                 into_rows.append(f"{entry(f'{view}[r]')}a{buffer}[r]")
             else:
-                summed += _scatter(view, self.gathered_order[view], entry, f"a{buffer}")
+                summed += scatter(view, self.gathered_order[view], entry, f"a{buffer}")
         if self.per_row:  # the columns of the scattered elements, row by row
             into_rows += self.serial_target.column_lines("r", self.rows)
         start = ["for r in range(b1 - b0):"] + indent(fill) if fill else []
@@ -714,7 +556,7 @@ class Lowering:
         Columns of the block as 1-D slices: numba types them contiguous, so the
         loops vectorize (a 2-D view ``X[:, b0:b1]`` has run-time strides and
         did not: 240 against 132 us on the logistic regression). ``UNROLL``
-        columns per pass over the rows (see ``_column_groups``).
+        columns per pass over the rows (see ``column_groups``).
         """
         buffers, before, start, finish = [], [], [], []
         for buffer, X, p in self.blocked:
@@ -723,8 +565,8 @@ class Lowering:
             before.append(f"v{buffer} = {vector}")
             # The product runs over the constrained vector: K entries for a simplex of
             # K - 1 free coordinates (p.size) (it ran over p.size: a wrong log density).
-            start += [f"{buffer}[:b1 - b0] = 0.0"] + _column_groups(
-                p.constrained_size, lambda cols: _product_group(X, buffer, cols))
+            start += [f"{buffer}[:b1 - b0] = 0.0"] + column_groups(
+                p.constrained_size, lambda cols: product_group(X, buffer, cols))
             if not self.gradient:
                 continue
             buffers.append(f"a{buffer}")
@@ -735,7 +577,7 @@ class Lowering:
                 self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size}):",
                                     f"    {column} {op} {scale}adjoint * {X}[j, b0 + r]"]
                 continue
-            finish += _column_groups(p.constrained_size, lambda cols: _transposed_group(
+            finish += column_groups(p.constrained_size, lambda cols: transposed_group(
                 X, buffer, cols, [self._sink(p, c) for c in cols]))
         return buffers, before, start, finish
 

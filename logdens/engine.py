@@ -42,7 +42,9 @@ import types
 
 from logdens.distributions.jit import FASTMATH
 from logdens import cache
-from logdens.codegen import Lowering, grad_target, indent, tidy
+from logdens.codegen import Lowering
+from logdens.lines import indent, tidy
+from logdens.targets import grad_target
 from logdens.layout import Layout, module_alias
 from logdens.rows import DenseRows, SparseRows
 

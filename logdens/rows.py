@@ -17,7 +17,7 @@ of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
 """
 
 from logdens import rules
-from logdens.codegen import OWN_ROW
+from logdens.targets import OWN_ROW
 
 
 def _index(e, rows):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import logdens as ld
 from engine_helpers import check_gradient, per_sample_rows
-from logdens.codegen import BLOCK
+from logdens.cpu_blocks import BLOCK
 from logdens.engine import compile_model
 from logdens.evaluate import evaluate
 
@@ -210,7 +210,7 @@ def test_generated_source_is_readable():
 
 
 def test_tidy_folds_single_contributions_and_times_drops_one():
-    from logdens.codegen import Accumulator, indent, tidy, times
+    from logdens.lines import Accumulator, indent, tidy, times
     # where each accumulator's contributions are made: in its own straight-line code or not
     counts = {"a3": [True], "a4": [False], "a5": [True], "a6": [True, True]}
 
