@@ -34,7 +34,7 @@ from logdens import expr as ex
 from logdens import rules, validate
 from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, transposed_group
 from logdens.layout import module_alias
-from logdens.lines import Accumulator, indent, literal, times
+from logdens.lines import Accumulator, Workspaces, indent, literal, times
 from logdens.ops import OPS
 from logdens.targets import OWN_ROW, Entry, Rows, entry, grad_target
 
@@ -65,9 +65,11 @@ class Lowering:
     without it every row does its own work, as a GPU thread would.
     """
 
-    def __init__(self, layout, gradient, target=None, per_row=False, chunks=None, blocks=True):
+    def __init__(self, layout, gradient, target=None, per_row=False, chunks=None, blocks=True, workspaces=None):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
         self.blocks = blocks
+        self.workspaces = Workspaces() if workspaces is None else workspaces
+        self.private = None  # in a parallel chunk: its workspaces, one row each (``_workspace``)
         self.gathered_index, self.gathered_order, self.rows = {}, {}, Rows(False)
         # Vector parameters whose gradient entries a term assigns instead of
         # adding to (see ``assign_first``), those assigned so far, and those any
@@ -269,13 +271,13 @@ class Lowering:
         h, length = f"h{n}", self.length(source)
         ahead = Block(self.fresh("i"), length)
         element = self.value(source, ahead, outer, ahead.index)
-        outer.forward += ([f"{h} = np.empty({length})  # {source.label()}, element by element",
-                           f"for {ahead.index} in range({length}):"]
+        self._workspace(h, length)
+        outer.forward += ([f"for {ahead.index} in range({length}):  # {h}: {source.label()}, element by element"]
                           + indent(ahead.forward + [f"{h}[{ahead.index}] = {element}"]))
         sink = None
         if self.needs_grad(source):
-            # np.empty and a fill: np.zeros took 0.13 s more to compile (hierarchical Poisson).
-            outer.forward += [f"a{h} = np.empty({length})", f"a{h}[:] = 0.0"]
+            self._workspace(f"a{h}", length)
+            outer.forward += [f"a{h}[:] = 0.0"]
             sink = (view, lambda at: f"a{h}[{at}] += ")
             back = Block(self.fresh("i"), length)
             element = self.value(source, back, outer, back.index)
@@ -406,7 +408,7 @@ class Lowering:
     def _term(self, term, keep, mode):
         chunked = self.gradient and self.chunks and _chunkable(term)
         if chunked:  # each chunk adds into its own ``lps[c]`` and, unless disjoint, its own row of ``bufs``
-            self.target, self.lp = self._chunk_target, "lp_c"
+            self.target, self.lp, self.private = self._chunk_target, "lp_c", []
         outer = Block()
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
@@ -442,7 +444,7 @@ class Lowering:
         if not chunked:
             return head + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner) + self._reverse(outer)
         lines = self._chunks(head, outer, loop, inner)
-        self.target, self.lp = self.serial_target, "lp"
+        self.target, self.lp, self.private = self.serial_target, "lp", None
         return lines
 
     def _buffered_scalars(self, outer):
@@ -524,8 +526,8 @@ class Lowering:
             rows_buffers, rows_start, rows_finish = self._row_lines()
             buffers, start, finish = buffers + rows_buffers, rows_start + start, rows_finish + finish
         # The buffers are rows of one array: one allocation per call (or per chunk).
-        before = ([f"scratch = np.empty(({len(buffers)}, {BLOCK}))"]
-                  + [f"{name} = scratch[{k}]" for k, name in enumerate(buffers)] + before)
+        scratch = self._workspace(f"scratch_{loop.index}", len(buffers), BLOCK)
+        before = [f"{name} = {scratch}[{k}]" for k, name in enumerate(buffers)] + before
         return before + [f"for b0 in range({lo}, {hi}, {BLOCK}):"] + indent(
             [f"b1 = min(b0 + {BLOCK}, {hi})"] + [f"{v} = {e}" for v, e in views.items()] + start
             + [f"for {loop.index} in range(b1 - b0):"] + indent(inner) + finish)
@@ -604,10 +606,20 @@ class Lowering:
         depend on the number of threads.
         """
         n = self.chunks
-        body = (["lo, hi = c * n_chunked // {0}, (c + 1) * n_chunked // {0}".format(n), "lp_c = 0.0"]
-                + outer.forward + self._adjoint_inits(outer) + self._blocks(loop, inner, "lo", "hi")
-                + self._reverse(outer) + ["lps[c] += lp_c"])
+        rows = self._blocks(loop, inner, "lo", "hi")
+        private = [f"{name} = {name}_chunks[c]" for name in self.private]  # all declared by now
+        body = (["lo, hi = c * n_chunked // {0}, (c + 1) * n_chunked // {0}".format(n), "lp_c = 0.0"] + private
+                + outer.forward + self._adjoint_inits(outer) + rows + self._reverse(outer) + ["lps[c] += lp_c"])
         return head + [f"n_chunked = {loop.length}", f"for c in numba.prange({n}):"] + indent(body)
+
+    def _workspace(self, name, *shape):
+        """``name`` declared in ``self.workspaces``; in a parallel chunk, a row of
+        ``<name>_chunks`` (one row per chunk, bound by ``_chunks``)."""
+        if self.private is None:
+            return self.workspaces.declare(name, *shape)
+        self.workspaces.declare(f"{name}_chunks", self.chunks, *shape)
+        self.private.append(name)
+        return name
 
     def _describe(self, term):
         if term.dist is None:

@@ -50,3 +50,25 @@ def times(adjoint, derivative):
     if derivative.startswith(("1.0 / ", "1.0 * ")):
         return f"{adjoint} {derivative[4:]}"
     return f"{adjoint} * {derivative}"
+
+
+class Workspaces:
+    """Arrays a generated function needs besides its arguments (buffers, hoisted
+    values, constrained parameters), declared by name and shape while the
+    function is written, allocated in one place: the CPU emitter writes them at
+    the function's start, after the data lengths are bound; a GPU emitter
+    allocates them once per model. ``shape``: code of each extent."""
+
+    def __init__(self):
+        self.shapes = {}
+
+    def declare(self, name, *shape):
+        """``name``, now allocated with ``shape`` at the function's start."""
+        self.shapes[name] = shape
+        return name
+
+    def lines(self):
+        """The allocations: ``np.empty``, filled where used (``np.zeros`` compiled
+        0.1 s slower in a model with two such arrays)."""
+        return [f"{name} = np.empty({shape[0] if len(shape) == 1 else '(' + ', '.join(map(str, shape)) + ')'})"
+                for name, shape in self.shapes.items()]
