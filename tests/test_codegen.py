@@ -307,3 +307,22 @@ def test_parallel_variant_with_a_hoisted_gathered_expression():
     lp_par, grad_par = parallel.log_density_gradient(theta)
     assert lp_par == pytest.approx(lp, rel=1e-12)
     np.testing.assert_allclose(grad_par, grad, rtol=1e-10, atol=1e-12)
+
+
+def test_workspaces_are_allocated_before_any_loop():
+    """Buffers, hoisted values and constrained vectors are workspaces that the
+    lowering declares; the CPU emitter allocates them once per call, at the
+    function's start, never per block or per parallel chunk."""
+    rng = np.random.default_rng(13)
+    m = ld.Model()
+    mu, sigma = m.param("mu"), m.param("sigma", ld.HalfNormal(1.0))
+    z, w = m.param("z", ld.Normal(0, 1), shape=K), m.param("w", ld.Normal(0, 1), shape=D)
+    idx, X = m.data("idx", rng.integers(0, K, 300)), m.data("X", rng.normal(size=(300, D)))
+    m.observe("y", ld.Normal((mu + sigma * z)[idx] + X @ w, sigma), rng.normal(size=300))
+    source = compile_model(m, backend="python", parallel=True).source()
+    functions = source.split("\ndef ")[1:]
+    assert any("scratch_" in f and "_chunks" in f for f in functions)
+    for function in functions:
+        body = function.splitlines()
+        first_loop = next((k for k, line in enumerate(body) if line.lstrip().startswith("for ")), len(body))
+        assert not [line for line in body[first_loop:] if "np.empty(" in line or "np.zeros(" in line], function
