@@ -26,13 +26,16 @@ def logpdf(x, loc, scale):
 
 @kernel
 def logpdf_grad(x, loc, scale, keep):
-    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``.
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early.
 
     At x = loc, where |x - loc| has a kink, the partials in x and loc are 0
     (the mean of the one-sided derivatives, as sign(0) = 0 in Stan).
     """
-    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
-        return -math.inf, 0.0, 0.0, 0.0
+    ok = SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
+    x = x if ok else 0.0
+    loc = loc if ok else 0.0
+    scale = scale if ok else 1.0
     inv_scale = 1.0 / scale
     diff = x - loc
     lp = 0.0
@@ -51,9 +54,9 @@ def logpdf_grad(x, loc, scale, keep):
         d_scale -= inv_scale
     if keep[2]:
         lp -= LOG_2
-    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
-        return -math.inf, 0.0, 0.0, 0.0
-    return lp, d_x, -d_x, d_scale
+    if ok and lp != -math.inf:  # -inf: an overflowing term, a rejected point
+        return lp, d_x, -d_x, d_scale
+    return -math.inf, 0.0, 0.0, 0.0
 
 
 SPEC = Spec(

@@ -30,9 +30,12 @@ def logpdf(x, loc, scale):
 
 @kernel
 def logpdf_grad(x, loc, scale, keep):
-    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
-    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)):
-        return -math.inf, 0.0, 0.0, 0.0
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early."""
+    ok = SMALLEST_NORMAL <= scale < math.inf and 0.0 < x < math.inf and math.isfinite(loc)
+    x = x if ok else 1.0
+    loc = loc if ok else 0.0
+    scale = scale if ok else 1.0
     inv_scale = 1.0 / scale
     log_x = vmath.log(x)
     z = (log_x - loc) / scale
@@ -53,11 +56,11 @@ def logpdf_grad(x, loc, scale, keep):
         d_scale -= inv_scale
     if keep[3]:
         lp -= LOG_SQRT_2PI
-    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
-        return -math.inf, 0.0, 0.0, 0.0
-    # One division at the end: for a subnormal x, 1/x overflows, and
-    # (d_log_x) * (1/x) could be 0 * inf or inf - inf.
-    return lp, d_log_x / x, d_loc, d_scale
+    if ok and lp != -math.inf:  # -inf: an overflowing term, a rejected point
+        # One division at the end: for a subnormal x, 1/x overflows, and
+        # (d_log_x) * (1/x) could be 0 * inf or inf - inf.
+        return lp, d_log_x / x, d_loc, d_scale
+    return -math.inf, 0.0, 0.0, 0.0
 
 
 SPEC = Spec(
