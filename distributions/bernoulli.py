@@ -32,19 +32,18 @@ def logpdf(x, p):
 
 @kernel
 def logpdf_grad(x, p, keep):
-    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``."""
-    if not (0.0 <= p <= 1.0) or not ((x == 1.0 and p > 0.0) or (x == 0.0 and p < 1.0)):
-        return -math.inf, 0.0, 0.0
+    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early."""
+    ok = 0.0 <= p <= 1.0 and ((x == 1.0 and p > 0.0) or (x == 0.0 and p < 1.0))
+    p = p if ok else 0.5
     lp = 0.0
     d_p = 0.0
     if keep[0]:
-        if x == 1.0:
-            lp = vmath.log(p)
-            d_p = 1.0 / p
-        else:
-            lp = vmath.log1p(-p)
-            d_p = -1.0 / (1.0 - p)
-    return lp, 0.0, d_p
+        lp = vmath.log(p) if x == 1.0 else vmath.log1p(-p)
+        d_p = 1.0 / p if x == 1.0 else -1.0 / (1.0 - p)
+    if ok:
+        return lp, 0.0, d_p
+    return -math.inf, 0.0, 0.0
 
 
 SPEC = Spec(

@@ -41,20 +41,23 @@ def logpdf(x, p):
 
 @kernel
 def logpdf_grad(x, p, keep, x_valid=False):
-    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
-    if _zero_mass(x, p, x_valid):
-        return -math.inf, 0.0, 0.0
+    """``(lp, d_x = 0, d_p)``; see ``distributions.spec`` for ``keep``, ``x_valid``
+    and why the checks pick a stand-in point instead of returning early."""
+    ok = not _zero_mass(x, p, x_valid)
+    x = x if ok else 0.0
+    p = p if ok else 0.5
     lp = 0.0
     d_p = 0.0
     if keep[0]:
         lp = vmath.log(p)
         d_p = 1.0 / p
-    if keep[1] and x > 0.0:
-        lp += x * vmath.log1p(-p)
-        d_p -= x / (1.0 - p)
-    if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
-        return -math.inf, 0.0, 0.0
-    return lp, 0.0, d_p
+    if keep[1]:
+        # x = 0 skips x log1p(-p), which is 0 * (-inf) at p = 1.
+        lp += x * vmath.log1p(-p) if x > 0.0 else 0.0
+        d_p -= x / (1.0 - p) if x > 0.0 else 0.0
+    if ok and lp != -math.inf:  # -inf: a summand overflowed (huge counts or parameters)
+        return lp, 0.0, d_p
+    return -math.inf, 0.0, 0.0
 
 
 SPEC = Spec(

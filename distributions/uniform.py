@@ -46,18 +46,22 @@ def logpdf(x, lower, upper):
 
 @kernel
 def logpdf_grad(x, lower, upper, keep):
-    """``(lp, d_x = 0, d_lower, d_upper)``; see ``distributions.spec`` for ``keep``.
+    """``(lp, d_x = 0, d_lower, d_upper)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early.
 
     The density is flat in x; d/dlower = 1 / (upper - lower) = -d/dupper.
     """
-    if not _valid(x, lower, upper):
-        return -math.inf, 0.0, 0.0, 0.0
+    ok = _valid(x, lower, upper)
+    lower = lower if ok else 0.0
+    upper = upper if ok else 1.0
     lp = 0.0
     d_lower = 0.0
     if keep[0]:
         log_width, d_lower = _log_width(lower, upper)
         lp = -log_width
-    return lp, 0.0, d_lower, -d_lower
+    if ok:
+        return lp, 0.0, d_lower, -d_lower
+    return -math.inf, 0.0, 0.0, 0.0
 
 
 SPEC = Spec(
