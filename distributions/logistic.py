@@ -16,7 +16,10 @@ from .spec import Param, Spec, Summand
 from .special import SMALLEST_NORMAL
 
 
-@jitable
+# ``kernel``'s forced inlining: a helper holding a vmath polynomial, once
+# cached by ``logpdf``, stayed a call in ``logpdf_grad``'s loops, which then
+# did not vectorize.
+@kernel
 def _log_kernel(z):
     """-z - 2 log(1 + exp(-z)), written through |z|.
 

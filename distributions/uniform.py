@@ -25,7 +25,10 @@ def _valid(x, lower, upper):
     return -math.inf < lower < upper < math.inf and lower <= x <= upper
 
 
-@jitable
+# ``kernel``'s forced inlining: a helper holding a vmath polynomial, once
+# cached by ``logpdf``, stayed a call in ``logpdf_grad``'s loops, which then
+# did not vectorize.
+@kernel
 def _log_width(lower, upper):
     """``(log(upper - lower), 1 / (upper - lower))``, also where the difference
     overflows (lower = -1e308, upper = 1e308): then both bounds are halved first."""
