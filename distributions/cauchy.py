@@ -27,9 +27,12 @@ def logpdf(x, loc, scale):
 
 @kernel
 def logpdf_grad(x, loc, scale, keep):
-    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep``."""
-    if not (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)):
-        return -math.inf, 0.0, 0.0, 0.0
+    """``(lp, d_x, d_loc, d_scale)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early."""
+    ok = SMALLEST_NORMAL <= scale < math.inf and math.isfinite(x) and math.isfinite(loc)
+    x = x if ok else 0.0
+    loc = loc if ok else 0.0
+    scale = scale if ok else 1.0
     inv_scale = 1.0 / scale
     log1p_z2, z_over, z2_over = log1p_square((x - loc) / scale)
     lp = 0.0
@@ -45,9 +48,9 @@ def logpdf_grad(x, loc, scale, keep):
         d_scale -= inv_scale
     if keep[2]:
         lp -= LOG_PI
-    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
-        return -math.inf, 0.0, 0.0, 0.0
-    return lp, d_x, -d_x, d_scale
+    if ok and lp != -math.inf:  # -inf: an overflowing term, a rejected point
+        return lp, d_x, -d_x, d_scale
+    return -math.inf, 0.0, 0.0, 0.0
 
 
 SPEC = Spec(

@@ -28,12 +28,14 @@ def logpdf(x, scale):
 
 @kernel
 def logpdf_grad(x, scale, keep):
-    """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep``.
+    """``(lp, d_x, d_scale)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early.
 
     At x = 0 ``d_x`` is the one-sided derivative, 0.
     """
-    if not (SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf):
-        return -math.inf, 0.0, 0.0
+    ok = SMALLEST_NORMAL <= scale < math.inf and 0.0 <= x < math.inf
+    x = x if ok else 0.0
+    scale = scale if ok else 1.0
     inv_scale = 1.0 / scale
     log1p_z2, z_over, z2_over = log1p_square(x / scale)
     lp = 0.0
@@ -49,9 +51,9 @@ def logpdf_grad(x, scale, keep):
         d_scale -= inv_scale
     if keep[2]:
         lp += LOG_2 - LOG_PI
-    if lp == -math.inf:  # an overflowing term: reject the point, zero partials
-        return -math.inf, 0.0, 0.0
-    return lp, d_x, d_scale
+    if ok and lp != -math.inf:  # -inf: an overflowing term, a rejected point
+        return lp, d_x, d_scale
+    return -math.inf, 0.0, 0.0
 
 
 SPEC = Spec(

@@ -114,10 +114,12 @@ def njit(**options):
 
 
 def kernel(fn):
-    """A ``logpdf_grad`` kernel: always inlined (LLVM ``alwaysinline``). LLVM
-    left a kernel grown by an inlined ``vmath`` polynomial as a call per
-    element, which cost the call and stopped the loop vectorizing (logistic
-    regression's gradient: 420 µs as a call, 245 µs inlined)."""
+    """A ``logpdf_grad`` kernel, or a helper that kernels call in their loops:
+    always inlined (LLVM ``alwaysinline``). LLVM left a kernel grown by an
+    inlined ``vmath`` polynomial as a call per element, which cost the call
+    and stopped the loop vectorizing (logistic regression's gradient: 420 µs
+    as a call, 245 µs inlined). A helper loaded from the disk cache, compiled
+    there for another caller, also stayed a call without it."""
     return _cached(fn, fastmath=set(), forceinline=True)
 
 

@@ -37,12 +37,15 @@ def logpdf(x, alpha, scale):
 
 @kernel
 def logpdf_grad(x, alpha, scale, keep):
-    """``(lp, d_x, d_alpha, d_scale)``; see ``distributions.spec`` for ``keep``.
+    """``(lp, d_x, d_alpha, d_scale)``; see ``distributions.spec`` for ``keep`` and
+    why the checks pick a stand-in point instead of returning early.
 
     At x = scale the partials in x and scale are one-sided.
     """
-    if not _valid(x, alpha, scale):
-        return -math.inf, 0.0, 0.0, 0.0
+    ok = _valid(x, alpha, scale)
+    x = x if ok else 1.0
+    alpha = alpha if ok else 1.0
+    scale = scale if ok else 1.0
     lp = 0.0
     d_x = 0.0
     d_alpha = 0.0
@@ -59,9 +62,9 @@ def logpdf_grad(x, alpha, scale, keep):
     if keep[2]:
         lp -= vmath.log(x)
         d_x -= 1.0 / x
-    if not (lp > -math.inf):  # alpha log(scale / x) overflowed: a rejected point
-        return -math.inf, 0.0, 0.0, 0.0
-    return lp, d_x, d_alpha, d_scale
+    if ok and lp > -math.inf:  # -inf: alpha log(scale / x) overflowed, a rejected point
+        return lp, d_x, d_alpha, d_scale
+    return -math.inf, 0.0, 0.0, 0.0
 
 
 SPEC = Spec(

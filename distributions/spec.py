@@ -33,8 +33,9 @@ tested with them (see ``distributions.jit`` for why). numba's own IR inlining
 in 1.56 s instead of 0.7-0.95 s. The kernels never raise: an invalid
 parameter or a value outside the support gives ``-inf``.
 
-The kernels of three benchmark models (Normal, Poisson, BernoulliLogit)
-are branch-free: the checks give a flag ``ok``, the math
+The kernels of Normal, Poisson, BernoulliLogit, Bernoulli, Geometric,
+Laplace, LogNormal, Logistic, Uniform, Cauchy, HalfCauchy and Pareto are
+branch-free: the checks give a flag ``ok``, the math
 runs on a stand-in point where it is false (so plain Python never divides
 by zero or leaves lgamma's domain), and ``-inf`` is chosen at the end. An
 early return around the math puts it in a conditional block, and the loop
@@ -42,8 +43,11 @@ vectorizer of LLVM 22 (numba 0.68) weighs such a block by its branch
 probability: it found the scalar loop cheaper and left the engine's loops
 scalar, where LLVM 20 (numba 0.65) vectorized them. PoissonLog keeps its
 early return: LLVM 22 vectorizes its loop (one guarded block, no division),
-and the branch-free form took 5-10% longer. ``tests/test_vectorize.py``
-checks the generated loops.
+and the branch-free form took 5-10% longer. Helpers that kernels call in
+their loops are always inlined too (``jit.kernel``): one loaded from the
+disk cache, compiled there for another caller, stayed a call and kept the
+loop scalar. ``tests/test_vectorize.py`` checks the generated loops and
+the branch-free kernels' loops.
 """
 
 from typing import Callable, NamedTuple, Tuple

@@ -25,7 +25,7 @@ Coefficient tables were computed for this module with mpmath at 60 digits.
 import math
 
 from . import vmath
-from .jit import jitable
+from .jit import jitable, kernel
 
 LOG_2 = 0.6931471805599453
 LOG_PI = 1.1447298858494002
@@ -403,7 +403,7 @@ def log1p_ratio(a, b):
     return vmath.log(a) - vmath.log(b)
 
 
-@jitable
+@kernel  # inlined into kernels' loops, so they vectorize
 def log_ratio(a, b):
     """log(a / b) for a, b > 0, also where a / b underflows or overflows.
 
@@ -426,7 +426,7 @@ def log_ratio(a, b):
     return math.nan
 
 
-@jitable
+@kernel  # inlined into kernels' loops, so they vectorize
 def log1p_square(t):
     """``(log(1 + t^2), t / (1 + t^2), t^2 / (1 + t^2))`` for all real t, without overflow.
 

@@ -51,6 +51,9 @@ EXPECTED = {
 #: Branch-free kernels whose loops must vectorize, and the math each one's loop shows.
 KERNELS = {
     "Bernoulli": {"log", "div"},
+    "Cauchy": {"log", "div"},
+    "HalfCauchy": {"log", "div"},
+    "Pareto": {"log", "div"},
     "Geometric": {"log", "div"},
     "Laplace": {"log", "div"},
     "LogNormal": {"log", "div"},
