@@ -59,6 +59,26 @@ def _vector(theta, dim):
     return theta
 
 
+def _entry_point(dispatcher):
+    """The compiled ``logp_grad`` called without numba's dispatch (a third of a
+    small model's call), or None (the Python twin, or a numba without it). Its
+    arguments are not checked: only ``_direct_vector`` arrays may reach it."""
+    try:
+        return dispatcher.overloads[dispatcher.signatures[0]].entry_point
+    except (AttributeError, IndexError, KeyError):
+        return None
+
+
+_UNIT_STRIDE = (8,)
+
+
+def _direct_vector(array, shape):
+    """Whether ``array`` can go to the entry point as it is: a writable, contiguous
+    float64 ndarray of ``shape`` (cheap tests first: this is the samplers' call)."""
+    return (type(array) is np.ndarray and array.dtype is _FLOAT64 and array.shape == shape
+            and array.strides == _UNIT_STRIDE and array.flags.writeable)
+
+
 def _checked_out(out, dim):
     """``out`` if the gradient can be written into it, else a ValueError (the
     compiled code does not check bounds)."""
@@ -101,6 +121,8 @@ class LogDensity:
             raise validate.ModelError("parallel=True: not available for models with simplex or "
                                       "ordered parameters")
         self._core = module.core_parallel if parallel else module.core
+        self._shape = (self.dim,)
+        self._direct = None if parallel else _entry_point(module.logp_grad)
         self._row_order = RowOrder(model, layout)
         arrays = {name: node.value for name, node in model.data_nodes.items()}
         arrays.update(layout.anonymous)
@@ -163,6 +185,9 @@ class LogDensity:
 
     def log_density_gradient(self, theta, propto=True, jacobian=True, out=None):
         """``(log density, gradient)``; with ``out`` the gradient is written there, no allocation."""
+        if (self._direct is not None and out is not None and propto and jacobian
+                and _direct_vector(theta, self._shape) and _direct_vector(out, self._shape)):
+            return self._direct(theta, out, self.fdata, self.idata), out
         theta = _vector(theta, self.dim)
         grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
         # logp_grad's fixed signature wants a contiguous gradient; a strided `out` goes to core

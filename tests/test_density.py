@@ -147,6 +147,29 @@ def test_out_argument_is_filled_in_place(hierarchical):
     assert grad is out
 
 
+def test_the_direct_call_takes_only_arrays_it_can_pass_as_they_are(hierarchical):
+    """A sampler's call (contiguous, writable float64 ``theta`` and ``out``) goes to
+    the compiled entry point without numba's dispatch; any other array goes the
+    checked way (converted, or refused) with the same numbers."""
+    theta = theta0(hierarchical)
+    lp, grad = hierarchical.log_density_gradient(theta)
+    assert hierarchical._direct is not None
+    out = np.empty(hierarchical.dim)
+    assert hierarchical.log_density_gradient(theta, out=out)[0] == lp
+    np.testing.assert_array_equal(out, grad)
+    frozen = theta.copy()
+    frozen.flags.writeable = False
+    for other in (theta.astype(">f8"), np.repeat(theta, 2)[::2], frozen, list(theta)):
+        out = np.empty(hierarchical.dim)
+        assert hierarchical.log_density_gradient(other, out=out)[0] == lp
+        np.testing.assert_array_equal(out, grad)
+    with pytest.raises(ValueError, match="out must be a float64 array"):
+        hierarchical.log_density_gradient(theta, out=np.empty(hierarchical.dim, dtype=">f8"))
+    strided = np.empty(2 * hierarchical.dim)[::2]  # accepted: written through ``core``
+    assert hierarchical.log_density_gradient(theta, out=strided)[0] == pytest.approx(lp, rel=1e-13)
+    np.testing.assert_allclose(strided, grad, rtol=1e-12)
+
+
 @pytest.mark.parametrize("out", [np.empty(3), np.empty(12, dtype=np.float32), [0.0] * 12])
 def test_an_out_argument_that_does_not_fit_is_rejected(hierarchical, out):
     with pytest.raises(ValueError, match="out must be a float64 array of shape"):
