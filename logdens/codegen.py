@@ -36,7 +36,7 @@ from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, tra
 from logdens.layout import module_alias
 from logdens.lines import Accumulator, Workspaces, indent, literal, times
 from logdens.ops import OPS
-from logdens.targets import OWN_ROW, Entry, Rows, entry, grad_target
+from logdens.targets import OWN_ROW, ChunkTarget, Entry, Rows, entry
 
 class Block:
     """Straight-line code, or the body of one loop, with its own value cache.
@@ -77,7 +77,7 @@ class Lowering:
         self.assign_first, self.assigning, self.assigned, self.touched = False, set(), set(), set()
         self.terms = ()  # the model's terms, with ``assign_first``: who else reads a parameter
         self.serial_target, self.chunks = target, chunks
-        self.uses_bufs = False  # whether a chunked term wrote to private gradient rows
+        self.chunk_target = ChunkTarget()
         self.lp = "lp"
         self.counter = 0
         self.depends = {}
@@ -395,7 +395,7 @@ class Lowering:
         if rules.rule(node).data:
             return f"n_{self.layout.data_ident(node)}"
         at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
-                  if access in rules.OWN_ROW and c.shape != ()]
+                  if access in rules.AT_ITS_ROW and c.shape != ()]
         return self.length(at_row[0]) if at_row else str(node.shape[0])
 
     # ----- terms --------------------------------------------------------
@@ -408,7 +408,7 @@ class Lowering:
     def _term(self, term, keep, mode):
         chunked = self.gradient and self.chunks and _chunkable(term)
         if chunked:  # each chunk adds into its own ``lps[c]`` and, unless disjoint, its own row of ``bufs``
-            self.target, self.lp, self.private = self._chunk_target, "lp_c", []
+            self.target, self.lp, self.private = self.chunk_target, "lp_c", []
         outer = Block()
         plate = next((a for a in term.args if a.shape != ()), None)
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
@@ -587,16 +587,7 @@ class Lowering:
         """Vector parameters ``term`` reads only element by element at its own row
         (not through a gather, slice, matrix product or sum). Plate lengths are
         checked equal, so its loop writes each of their gradient entries once."""
-        return rules.params_read_by_element(self.layout, term, rules.OWN_ROW)
-
-    def _chunk_target(self, e, row, rows):
-        """Gradient entry written by a chunk: elements at the loop's own row are
-        disjoint between chunks and go straight to ``grad``; the rest (scalars,
-        gathers, matrix products) go to the chunk's private row of ``bufs``."""
-        if e.kind == OWN_ROW:
-            return grad_target(e, row, rows)
-        self.uses_bufs = True
-        return f"bufs[c, {e.col}]"
+        return rules.params_read_by_element(self.layout, term, rules.AT_ITS_ROW)
 
     def _chunks(self, head, outer, loop, inner):
         """A term's loop split into ``self.chunks`` fixed chunks under ``prange``.

@@ -224,12 +224,12 @@ def _gradient_functions(model, layout, blocks):
     if not any(p.transform.event for p in layout.params.values()):
         chunked = Lowering(layout, gradient=True, target=grad_target, chunks=CHUNKS, blocks=blocks)
         terms = _terms(chunked, model)
-        zeros = ["lps[:] = 0.0"] + (["bufs[:, :] = 0.0"] if chunked.uses_bufs else [])
+        zeros = ["lps[:] = 0.0"] + (["bufs[:, :] = 0.0"] if chunked.chunk_target.uses_bufs else [])
         chunked.workspaces.declare("lps", CHUNKS)
-        if chunked.uses_bufs:
+        if chunked.chunk_target.uses_bufs:
             chunked.workspaces.declare("bufs", CHUNKS, layout.dim)
         merge = ["for c in range(lps.shape[0]):  # in chunk order: deterministic", "    lp += lps[c]"]
-        merge += ["    grad += bufs[c]"] if chunked.uses_bufs else []
+        merge += ["    grad += bufs[c]"] if chunked.chunk_target.uses_bufs else []
         out += _function("def core_parallel(theta, grad, fdata, idata, jacobian):",
                          _prologue(layout, chunked) + ["grad[:] = 0.0", "lp = 0.0"] + zeros
                          + terms + merge + _jacobian(layout, True) + _grad_ending(layout),

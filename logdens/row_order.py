@@ -72,7 +72,7 @@ def _reads(term, layout):
     rows whose source reads parameters, whether no parameter vector is read at the rows)."""
     at_row, other, indices = set(), set(), []
     row_only = True
-    for node, row in rules.visits(term.args, True, lambda row, access: row and access in rules.OWN_ROW):
+    for node, row in rules.visits(term.args, True, lambda row, access: row and access in rules.AT_ITS_ROW):
         node_rule, vector = rules.rule(node), node.shape != ()
         if node_rule.data:
             (at_row if row and vector else other).add(layout.data_name(node))

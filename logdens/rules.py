@@ -28,7 +28,7 @@ SHIFTED = "shifted"
 WHOLE = "whole"
 
 #: Access kinds that read the child at the node's own row.
-OWN_ROW = frozenset({AT_ROW, INDEX})
+AT_ITS_ROW = frozenset({AT_ROW, INDEX})
 #: Access kinds that read one element of the child per row, at the row or elsewhere.
 ONE_PER_ROW = frozenset({AT_ROW, INDEX, GATHERED, SHIFTED})
 
@@ -247,7 +247,7 @@ def visits(roots, start, passes):
 def params_read_by_element(layout, term, through):
     """Vector parameters (no event transform) that ``term`` reads only one element
     per row: every path to them from the term's arguments reads with access
-    kinds in ``through`` (``OWN_ROW``: at the row itself; ``ONE_PER_ROW``: also
+    kinds in ``through`` (``AT_ITS_ROW``: at the row itself; ``ONE_PER_ROW``: also
     through a gather or a slice)."""
     element, other = set(), set()
     for node, one in visits(term.args, True, lambda one, access: one and access in through):

@@ -63,3 +63,19 @@ class Rows:
 def grad_target(e, row, rows):
     """``grad``'s entry ``e``: the serial kernels' gradient target."""
     return rows.element("grad", e.at, e.p.offset) if e.kind == OWN_ROW else f"grad[{e.col}]"
+
+
+class ChunkTarget:
+    """The gradient target of a parallel chunk ``c``: entries at the loop's own
+    row are disjoint between chunks and go straight to ``grad``; the rest
+    (scalars, gathers, products) go to the chunk's private row of ``bufs``,
+    summed in chunk order afterwards. ``uses_bufs``: whether any entry did."""
+
+    def __init__(self):
+        self.uses_bufs = False
+
+    def __call__(self, e, row, rows):
+        if e.kind == OWN_ROW:
+            return grad_target(e, row, rows)
+        self.uses_bufs = True
+        return f"bufs[c, {e.col}]"

@@ -8,7 +8,7 @@ import logdens as ld
 from logdens import expr as ex
 from logdens import rules
 from logdens.layout import Layout
-from logdens.rules import AT_ROW, GATHERED, INDEX, ONE_PER_ROW, OWN_ROW, SHIFTED, WHOLE
+from logdens.rules import AT_ITS_ROW, AT_ROW, GATHERED, INDEX, ONE_PER_ROW, SHIFTED, WHOLE
 
 
 def _nodes():
@@ -66,7 +66,7 @@ def test_visits_each_node_once_per_context_in_depth_first_order():
     g = m.data("g", np.array([0, 1, 1]))
     e = ld.exp(a)
     term = e + e[g]  # e read at the row and, through the gather, at other rows
-    seen = list(rules.visits([term], True, lambda row, access: row and access in OWN_ROW))
+    seen = list(rules.visits([term], True, lambda row, access: row and access in AT_ITS_ROW))
     assert seen == [(term, True), (e, True), (a, True), (term.children[1], True),
                     (e, False), (a, False), (g, True)]
 
@@ -80,7 +80,7 @@ def _term(build):
 
 def _by_element(build):
     term, layout = _term(build)
-    return (rules.params_read_by_element(layout, term, OWN_ROW),
+    return (rules.params_read_by_element(layout, term, AT_ITS_ROW),
             rules.params_read_by_element(layout, term, ONE_PER_ROW))
 
 
