@@ -21,6 +21,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.sparse
 
+from logdens import dims as dimensions
 from logdens import expr as ex
 from logdens.distributions.constraints import EVENT_CONSTRAINTS, contains, describe
 from logdens.distributions.frozen import _first_violation
@@ -126,15 +127,17 @@ class LogDensity:
         self._row_order = RowOrder(model, layout)
         arrays = {name: node.value for name, node in model.data_nodes.items()}
         arrays.update(layout.anonymous)
-        self._arrays = {}
+        self._arrays, self._coords = {}, dict(model.coords)
         self.set_data(**arrays)
 
     # ----- data ---------------------------------------------------------
-    def set_data(self, **arrays):
+    def set_data(self, *, coords=None, **arrays):
         """Replace named data (any length) without recompiling.
 
         The new arrays are validated (names, dtypes, finiteness, lengths,
         indices, support) and the constant summands are recomputed once.
+        Data of a new length along a dim with coordinates needs new ones,
+        ``coords={dim: values}`` (as in PyMC's ``set_data``).
         """
         unknown = sorted(set(arrays) - set(self.model.data_nodes) - set(self.layout.anonymous))
         if unknown:
@@ -143,7 +146,10 @@ class LogDensity:
         new = {**self._arrays, **{k: ex.frozen_array(v, f"set_data: data {k!r}") for k, v in arrays.items()}}
         validate.check_arrays(self.layout, self.model, {k: new[k] for k in arrays})
         validate.check_terms(self.model, self.layout, new)
-        self._arrays = new
+        coords = dimensions.new_coords(dimensions.names(self.model), self._coords, coords)
+        dimensions.check_sizes(coords, dimensions.current_sizes(self.model, self.layout, new),
+                               "; give its new coords: set_data(..., coords={{{dim!r}: values}})")
+        self._arrays, self._coords = new, coords
         arrays = {k: new[k] for k in self.layout.data}
         # Per-row outputs read the rows in the user's order; sums read them
         # sorted by group where that is faster (logdens.row_order).
@@ -167,6 +173,15 @@ class LogDensity:
     def data(self):
         """The current data arrays by name."""
         return {k: v for k, v in self._arrays.items() if k in self.model.data_nodes}
+
+    def coords(self):
+        """Coordinate values by dim name, for the dims that have them (ArviZ ``coords``)."""
+        return dict(self._coords)
+
+    def dims(self):
+        """Dim names of the parameters, deterministics, data and observed terms
+        that have them, by variable name (ArviZ ``dims``)."""
+        return dict(self.model.dims)
 
     def observed_data(self):
         """The observed arrays by term name (for ArviZ's ``observed_data``)."""

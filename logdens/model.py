@@ -11,6 +11,7 @@ from typing import NamedTuple, Optional, Tuple
 import numpy as np
 
 from logdens.distributions.frozen import Distribution
+from logdens import dims as dimensions
 from logdens import transforms
 from logdens.expr import Data, Expr, ModelError, Param, as_expr, frozen_array, plate_shape
 
@@ -53,19 +54,41 @@ class Model:
 
     Examples
     --------
-    >>> m = Model()
-    >>> mu = m.param("mu", ld.Normal(0, 5))
-    >>> m.observe("y", ld.Normal(mu, 1.0), np.array([0.1, -0.3]))
+    >>> m = Model(coords={"school": ["A", "B"]})
+    >>> mu = m.param("mu", ld.Normal(0, 5), dims="school")
+    >>> m.observe("y", ld.Normal(mu, 1.0), np.array([0.1, -0.3]), dims="school")
     >>> lp = m.compile()
+
+    ``coords`` maps dim names to their values (``logdens.dims``); the
+    samplers' DataTrees label the axes of variables given ``dims=`` with them.
     """
 
-    def __init__(self):
+    def __init__(self, coords=None):
         self.params = {}          # name -> Param
         self.transforms = {}      # name -> Transform
         self.data_nodes = {}      # name -> Data
         self.deterministics = {}  # name -> Expr
         self.terms = []
+        self.coords = {}          # dim name -> read-only 1-D array of its values
+        self.dims = {}            # variable or observed term name -> tuple of dim names
         self._names = set()
+        self._lengths = dimensions.DimLengths(self.coords)
+        for dim, values in (coords or {}).items():
+            self.add_coord(dim, values)
+
+    def add_coord(self, name, values):
+        """Give dim ``name`` the coordinates ``values`` (before or after variables use it)."""
+        values = dimensions.coord_values(name, values)
+        old = self.coords.get(name)
+        if old is not None and not np.array_equal(old, values):
+            raise ModelError(f"add_coord: dim {name!r} has coords already ({len(old)} values), "
+                             "different from the new ones")
+        known = self._lengths.lengths.get(name)
+        if known is not None and known[0] != len(values):
+            raise ModelError(f"add_coord: dim {name!r} has length {known[0]} ({known[1]}) but "
+                             f"{len(values)} coords")
+        self.coords[name] = values
+        self._lengths.lengths[name] = (len(values), f"the coords of {name!r}")
 
     def _claim(self, name, what):
         check_name(name, what)
@@ -73,14 +96,21 @@ class Model:
             raise ModelError(f"{what} {name!r}: the name is already used in this model")
         self._names.add(name)
 
-    def param(self, name, prior=None, shape=(), constraint=None):
+    def param(self, name, prior=None, shape=None, constraint=None, dims=None):
         """A parameter with an optional prior (no prior: flat, improper).
 
         The constraint defaults to the prior's support (``real`` without a
-        prior); an explicit ``constraint`` overrides it.
+        prior); an explicit ``constraint`` overrides it. ``dims`` name its
+        axis (PyMC's rule: without ``shape`` the dims' coords give the
+        shape; with both, they must agree).
         """
-        self._claim(name, "parameter")
+        what = f"parameter {name!r}"
+        dims = dimensions.as_dims(dims, what)
+        if shape is None:
+            shape = () if dims is None else dimensions.shape_from_dims(what, dims, self._lengths)
         shape = _checked_shape(shape, name)
+        self._lengths.check(what, dims, shape)
+        self._claim(name, "parameter")
         if len(shape) > 1:
             raise ModelError(f"parameter {name!r}: shape {shape}: only scalars and vectors are supported")
         if prior is not None and not isinstance(prior, Distribution):
@@ -96,36 +126,67 @@ class Model:
             raise ModelError(f"parameter {name!r}: a {constraint.name} vector needs at least 2 elements")
         node = Param(name, shape, constraint)
         self.params[name] = node
+        self._set_dims(name, what, dims, shape)
         if prior is not None:
             self._add_term(make_term(name, "prior", prior, node))
         return node
 
-    def data(self, name, value):
-        """Named data: usable in expressions and replaceable by ``set_data``."""
-        self._claim(name, "data")
+    def data(self, name, value, dims=None):
+        """Named data: usable in expressions and replaceable by ``set_data``
+        (``dims`` name its axes)."""
+        if name == "coords":
+            raise ModelError("data 'coords': the name is reserved for set_data(..., coords=...)")
         array = frozen_array(value, f"data {name!r}")
+        dims = dimensions.as_dims(dims, f"data {name!r}")
+        self._lengths.check(f"data {name!r}", dims, array.shape)
+        self._claim(name, "data")
         node = Data(name, array, integer=np.issubdtype(array.dtype, np.integer))
         self.data_nodes[name] = node
+        self._set_dims(name, f"data {name!r}", dims, array.shape)
         return node
 
-    def deterministic(self, name, expr):
-        """A named function of parameters kept in the sampler output."""
+    def deterministic(self, name, expr, dims=None):
+        """A named function of parameters kept in the sampler output (``dims``
+        name its axis there)."""
+        what = f"deterministic {name!r}"
+        expr, dims = as_expr(expr), dimensions.as_dims(dims, what)
+        self._check_own(expr, what)
+        self._lengths.check(what, dims, expr.shape)
         self._claim(name, "deterministic")
-        self._check_own(as_expr(expr), f"deterministic {name!r}")
-        self.deterministics[name] = as_expr(expr)
+        self.deterministics[name] = expr
+        self._set_dims(name, what, dims, expr.shape)
         return self.deterministics[name]
 
-    def observe(self, name, dist, value):
-        """Observed data ``value`` (an array, becoming data named ``name``, or a data expression)."""
+    def observe(self, name, dist, value, dims=None):
+        """Observed data ``value`` (an array, becoming data named ``name``, or a data expression).
+
+        ``dims`` name the observations' axis in ``log_likelihood`` and
+        ``observed_data``; by default an observed named data array's dims.
+        """
+        what = f"observe {name!r}"
         if not isinstance(dist, Distribution):
-            raise ModelError(f"observe {name!r}: expected a distribution, got {dist!r}")
+            raise ModelError(f"{what}: expected a distribution, got {dist!r}")
+        dims = dimensions.as_dims(dims, what)
         if isinstance(value, Expr):
             check_name(name, "observed term")
             if value.depends_on_params():
-                raise ModelError(f"observe {name!r}: the observed value must be data, not a parameter expression")
+                raise ModelError(f"{what}: the observed value must be data, not a parameter expression")
+            if dims is None and isinstance(value, Data):
+                dims = self.dims.get(value.name)
+            self._lengths.check(what, dims, value.shape)
+            if self.data_nodes.get(name) is not value:  # the output names the term: one name, one thing
+                self._claim(name, "observed term")
         else:
-            value = self.data(name, value)
-        self._add_term(make_term(name, "observe", dist, value))
+            value = self.data(name, value, dims=dims)
+        self._add_term(make_term(name, "observe", dist, value), dims)
+        self._set_dims(name, what, dims, value.shape)
+
+    def _set_dims(self, name, what, dims, shape):
+        """Record the dims of variable or observed term ``name`` (added to the
+        model just now, so a failed call fixes no dim's length)."""
+        if dims is not None:
+            self._lengths.record(what, dims, shape)
+            self.dims[name] = dims
 
     def potential(self, name, expr):
         """Add a scalar expression to the log density (any function of parameters)."""
@@ -136,13 +197,18 @@ class Model:
                              "use ld.sum(...)")
         self._add_term(make_term(name, "potential", None, expr))
 
-    def _add_term(self, term):
+    def _add_term(self, term, dims=None):
+        """Append ``term``; ``dims`` (of an observed term) must name the axes of its plate."""
         if any(t.name == term.name for t in self.terms):
             raise ModelError(f"term {term.name!r}: a term of that name exists already")
         for arg in term.args:
             self._check_own(arg, f"term {term.name!r}")
         if term.dist is not None:
-            plate_shape(term.args, lambda: f"term {term.name!r}: {term.dist.spec.name} arguments")
+            plate = plate_shape(term.args, lambda: f"term {term.name!r}: {term.dist.spec.name} arguments")
+            if dims is not None and plate != term.value.shape:
+                raise ModelError(f"observe {term.name!r}: dims {dims} name the axes of the observed "
+                                 f"value, shape {term.value.shape}, but the term's observations have "
+                                 f"shape {plate}")
         self.terms.append(term)
 
     def _check_own(self, expr, what):
@@ -165,6 +231,8 @@ class Model:
         copy.params, copy.transforms = dict(self.params), dict(self.transforms)
         copy.data_nodes, copy.deterministics = dict(self.data_nodes), dict(self.deterministics)
         copy.terms, copy._names = tuple(self.terms), frozenset(self._names)
+        copy.coords, copy.dims = dict(self.coords), dict(self.dims)
+        copy._lengths = self._lengths.copy(copy.coords)
         return copy
 
     def compile(self, backend="cpu", cache_dir=None, parallel=False):

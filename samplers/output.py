@@ -72,6 +72,24 @@ def _theta_dict(log_density, draws):
     return {"theta": draws}, {"theta_dim_0": names}, {"theta": ["theta_dim_0"]}
 
 
+def named_dims(log_density, missing=None):
+    """``(coords, dims)`` that the log density gives by ``coords()`` and ``dims()``
+    (a model's named dims, for every group), else empty.
+
+    Coordinates are a nicety: when they fail, the output goes on without them
+    and says so in ``missing``.
+    """
+    coords_fn, dims_fn = getattr(log_density, "coords", None), getattr(log_density, "dims", None)
+    try:
+        coords = dict(coords_fn()) if callable(coords_fn) else {}
+        dims = {k: list(v) for k, v in dims_fn().items()} if callable(dims_fn) else {}
+    except Exception as err:
+        if missing is not None:
+            missing.append(f"named dims and coords ({type(err).__name__}: {err})")
+        return {}, {}
+    return coords, dims
+
+
 def posterior_dict(log_density, draws):
     """Posterior variables of unconstrained ``draws`` of shape (chains, n, dim).
 
@@ -79,12 +97,13 @@ def posterior_dict(log_density, draws):
     -------
     variables : dict of str to ndarray
     coords : dict
-        Coordinates for ``theta`` when the unconstrained vector is returned
+        The log density's coords (``named_dims``) for constrained values, or
+        coordinates for ``theta`` when the unconstrained vector is returned
         and the log density names its coordinates.
     dims : dict
     """
     if hasattr(log_density, "constrain"):
-        return _stack_dicts(log_density, "constrain", draws), {}, {}
+        return (_stack_dicts(log_density, "constrain", draws),) + named_dims(log_density)
     return _theta_dict(log_density, draws)
 
 
@@ -195,8 +214,10 @@ def _posterior_groups(log_density, parts, interrupt, missing):
     if built is None:
         built = {prefix: _theta_dict(log_density, d) for prefix, d in parts.items()}
     groups = {prefix + "posterior": v for prefix, (v, _, _) in built.items()}
-    _, coords, dims = built[""]
-    return groups, coords, dims
+    coords, dims = named_dims(log_density, missing)
+    _, posterior_coords, posterior_dims = built[""]
+    # theta's own dims (when it stands in for the constrained values) win over a parameter's
+    return groups, {**coords, **posterior_coords}, {**dims, **posterior_dims}
 
 
 def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs=None,
