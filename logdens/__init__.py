@@ -17,11 +17,13 @@ from logdens.model import Model  # noqa: F401
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS
 globals().update(_FUNCTIONS)
 
-_SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace", "pointwise_log_likelihood")
+_SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace", "pathfinder", "advi",
+                         "pointwise_log_likelihood")
 
 
 def __getattr__(name):
-    """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``, ``ld.pointwise_log_likelihood``:
+    """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
+    ``ld.advi``, ``ld.pointwise_log_likelihood``:
     the samplers' entry points, imported on first use (the samplers package
     loads ArviZ and its own kernels)."""
     if name in _SAMPLER_ENTRY_POINTS:

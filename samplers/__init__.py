@@ -1,4 +1,4 @@
-"""samplers: NUTS, static HMC, MAP and Laplace for any log density.
+"""samplers: NUTS, static HMC, MAP, Laplace, Pathfinder and ADVI for any log density.
 
 The samplers see only the log-density protocol (:mod:`samplers.protocol`);
 models from ``logdens`` and external Python log densities both work.
@@ -10,13 +10,16 @@ Examples
 >>> fit = samplers.find_map(log_density)  # doctest: +SKIP
 """
 
+from .advi import advi
 from .diagnostics import SamplerWarning
 from .laplace import HessianError, laplace
 from .optimize import MapResult, find_map
 from .output import pointwise_log_likelihood
+from .pathfinder import pathfinder
 from .protocol import ENTRY_SIGNATURE, ENTRY_TYPE, LogDensity, NumbaEntry
 from .sample import hmc, nuts
 
-__all__ = ["nuts", "hmc", "find_map", "laplace", "pointwise_log_likelihood", "LogDensity",
+__all__ = ["nuts", "hmc", "find_map", "laplace", "pathfinder", "advi",
+           "pointwise_log_likelihood", "LogDensity",
            "NumbaEntry", "ENTRY_SIGNATURE", "ENTRY_TYPE", "MapResult", "HessianError",
            "SamplerWarning"]
