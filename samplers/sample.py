@@ -72,6 +72,15 @@ def _check_windows(windows):
         _check_integer(name, value, low)
 
 
+def _named_init(init, log_density, chains, seed):
+    """Initial points of ``init="pathfinder"``: ``chains`` draws of a Pathfinder run."""
+    if init != "pathfinder":
+        raise ValueError(f"init={init!r}; expected 'pathfinder', an array of shape (dim,) or "
+                         "(chains, dim), or None")
+    from .pathfinder import initial_points
+    return initial_points(log_density, chains, seed)
+
+
 def _check_max_bytes(max_bytes):
     if max_bytes is not None and not max_bytes >= 0:
         raise ValueError(f"log_likelihood_max_bytes={max_bytes!r}; must be >= 0 or None")
@@ -86,6 +95,8 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
     _check_max_bytes(log_likelihood_max_bytes)
     log_density = resolve(model)
     dim = dimension(log_density)
+    if isinstance(init, str):
+        init = _named_init(init, log_density, chains, seed)
     iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept)
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)
@@ -150,9 +161,12 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
     max_treedepth : int
         At most ``2**max_treedepth - 1`` leapfrog steps per draw.
     metric : {"diag", "dense"}
-    init : array_like, optional
+    init : array_like or "pathfinder", optional
         Unconstrained start, shape (dim,) or (chains, dim); default
         uniform(-2, 2) per coordinate, retried when not finite.
+        ``"pathfinder"``: distinct draws of a four-path Pathfinder run
+        (:func:`samplers.pathfinder.initial_points`), which start the chains
+        near the posterior so that a shorter ``tune`` may do.
     progress : bool
         Show a tqdm progress bar.
     cores : int, optional
