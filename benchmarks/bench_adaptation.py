@@ -1,12 +1,17 @@
-"""Adaptation and trajectory statistics of logdens' NUTS next to NumPyro's.
+"""Adaptation and trajectory statistics of logdens' NUTS next to NumPyro's and nutpie's.
 
 Run: python benchmarks/bench_adaptation.py [--model poisson] [--seeds 1,2,3,4]
-     [--tools logdens,numpyro,nutpie] [--fixed] [--metric diag]
+     [--tools logdens-stan,logdens-nutpie,numpyro,nutpie] [--fixed] [--metric diag]
 
-Both samplers implement Stan's windowed warmup and multinomial NUTS, so on
-the same posterior they should end with similar step sizes and spend
-similar gradients per effective draw.  nutpie (optional) adapts differently
-(its mass matrix uses gradients too) and shows what that buys.  Per tool and seed (4 chains,
+Tools: ``logdens-stan`` (Stan's windowed warmup, as NumPyro's), ``logdens-nutpie``
+(nutpie's warmup, :mod:`samplers.grad_adaptation`), ``logdens`` (the
+default of ``ld.nuts`` for the metric), ``numpyro``, ``nutpie`` (optional:
+through PyMC when it is installed, else on the logdens density itself with
+``nutpie.compiled_pyfunc.from_pyfunc``, the same posterior and
+parameterization).  Stan-style samplers on the same posterior should end
+with similar step sizes and spend similar gradients per effective draw;
+nutpie's warmup (its mass matrix uses gradients too) shows what that buys.
+Per tool and seed (4 chains,
 ``--tune`` + ``--draws``) this prints the adapted step size of each chain,
 the mean acceptance statistic of the kept draws, the histogram of
 ``bit_length(n_steps)`` (the tree depth, counted the same way for both
@@ -40,6 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_samplers as bs  # noqa: E402
 
 MAX_DEPTH_SHOWN = 6
+#: logdens variants: tool name -> ``adaptation`` of ``ld.nuts``.
+LOGDENS_TOOLS = {"logdens": None, "logdens-stan": "stan", "logdens-nutpie": "nutpie"}
 #: Transitions discarded at the start of a ``--fixed`` run (no warmup there).
 FIXED_BURN = 200
 
@@ -59,7 +66,8 @@ def _summary(tool, seed, eps, accept, n_steps, arrays, seconds):
             "grads_per_ess": float(np.sum(n_steps)) / min_ess, "seconds": seconds}
 
 
-def run_logdens(density, seed, tune, draws, metric, fixed=None):
+def run_logdens(density, seed, tune, draws, metric, fixed=None, adaptation="stan",
+                tool="logdens"):
     """Four chains through the low-level runner; returns (row, states).
 
     With ``fixed = (eps, inv_diag)`` there is no adaptation: every chain
@@ -81,7 +89,8 @@ def run_logdens(density, seed, tune, draws, metric, fixed=None):
         # Iteration 0 runs the step-size heuristic: one warmup transition,
         # then the step size is overwritten.
         n_tune = 1
-    iconf, fconf = sample._config(kernel.NUTS, 10, 0, n_tune, metric, 0.8)
+    iconf, fconf = sample._config(kernel.NUTS, 10, 0, n_tune, metric, 0.8,
+                                  sample.resolve_adaptation(adaptation, metric))
     start = time.perf_counter()
     if fixed is None:
         res = run_chains(entry, states, warmup_schedule(tune), iconf, fconf, tune + draws,
@@ -101,7 +110,7 @@ def run_logdens(density, seed, tune, draws, metric, fixed=None):
     names = kernel.STAT_NAMES
     eps_chain = stats[:, -1, names.index("step_size")]
     arrays = {"theta": kept}
-    row = _summary("logdens", seed, eps_chain, stats[..., names.index("acceptance_rate")],
+    row = _summary(tool, seed, eps_chain, stats[..., names.index("acceptance_rate")],
                    stats[..., names.index("n_steps")], arrays, seconds)
     return row, states
 
@@ -156,18 +165,55 @@ def run_numpyro(spec, data, seed, tune, draws, fixed=None, order=None):
                     np.asarray(extra["num_steps"]), arrays, seconds)
 
 
-def run_nutpie(spec, data, seed, tune, draws):
+def nutpie_model(spec, data, density):
+    """nutpie's compiled model: PyMC's when installed, else the logdens density."""
+    import nutpie
+
+    try:
+        import pymc as pm
+    except ImportError:
+        return _nutpie_pyfunc(density)
+    return nutpie.compile_pymc_model(spec["pymc"](pm, data))
+
+
+def _nutpie_pyfunc(density):
+    """The logdens density as a nutpie model (one Python call per gradient)."""
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    dim = int(density.dim)
+
+    def make_logp():
+        def logp(x):
+            lp, grad = density.log_density_gradient(np.asarray(x, dtype=float))
+            return float(lp), np.array(grad, dtype=float)
+        return logp
+
+    def make_expand(seed1, seed2, chain):
+        return lambda x: {name: np.asarray(x)[i:i + 1].copy()
+                          for i, name in enumerate(_names(density))}
+
+    names = _names(density)
+    return from_pyfunc(dim, make_logp, make_expand, [np.dtype("float64")] * dim,
+                       [(1,)] * dim, names)
+
+
+def _names(density):
+    return [n.replace("[", "_").replace("]", "") for n in density.param_unc_names()]
+
+
+def run_nutpie(spec, data, seed, tune, draws, density):
     """nutpie (its own warmup: mass matrix from draws and gradients), 4 chains."""
     import nutpie
-    import pymc as pm
 
-    compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+    compiled = nutpie_model(spec, data, density)
     start = time.perf_counter()
     idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=4, cores=1, seed=seed,
                           progress_bar=False)
     seconds = time.perf_counter() - start
     stats = idata["sample_stats"]
-    arrays = {name: np.asarray(idata["posterior"][name].values) for name in spec["free"]}
+    post = idata["posterior"]
+    free = spec["free"] if all(n in post for n in spec["free"]) else _names(density)
+    arrays = {name: np.asarray(post[name].values) for name in free}
     eps = np.asarray(stats["step_size"].values)[:, -1]
     return _summary("nutpie", seed, eps, np.asarray(stats["mean_tree_accept"].values),
                     np.asarray(stats["n_steps"].values), arrays, seconds)
@@ -177,9 +223,8 @@ def nutpie_adapted(spec, data, seed, density):
     """Step size and diagonal inverse metric at the end of nutpie's warmup
     (one chain), in logdens' parameter order."""
     import nutpie
-    import pymc as pm
 
-    compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+    compiled = nutpie_model(spec, data, density)
     idata = nutpie.sample(compiled, draws=10, tune=1000, chains=1, cores=1, seed=seed,
                           progress_bar=False, store_mass_matrix=True)
     stats = idata["sample_stats"]
@@ -209,7 +254,7 @@ def numpyro_order(density):
 def show(row):
     eps = row["eps"]
     hist = " ".join(f"{h:4.0%}" for h in row["depth_hist"])
-    print(f"{row['tool']:8s} seed {row['seed']}: eps {min(eps):.3f}-{max(eps):.3f} "
+    print(f"{row['tool']:14s} seed {row['seed']}: eps {min(eps):.3f}-{max(eps):.3f} "
           f"accept {row['accept']:.3f} depth 1..{MAX_DEPTH_SHOWN} [{hist}] "
           f"grads/draw {row['grads_per_draw']:5.2f} min ESS {row['min_ess']:6.0f} "
           f"grads/ESS {row['grads_per_ess']:6.2f} ({row['seconds']:.0f} s)", flush=True)
@@ -222,7 +267,7 @@ def mean_line(rows, tool):
     keys = ("accept", "grads_per_draw", "min_ess", "grads_per_ess")
     means = {k: np.mean([r[k] for r in mine]) for k in keys}
     eps = np.mean([np.mean(r["eps"]) for r in mine])
-    print(f"{tool:8s} mean over {len(mine)} seeds: eps {eps:.3f} accept {means['accept']:.3f} "
+    print(f"{tool:14s} mean over {len(mine)} seeds: eps {eps:.3f} accept {means['accept']:.3f} "
           f"grads/draw {means['grads_per_draw']:.2f} min ESS {means['min_ess']:.0f} "
           f"grads/ESS {means['grads_per_ess']:.2f} (sd "
           f"{np.std([r['grads_per_ess'] for r in mine], ddof=1) if len(mine) > 1 else 0:.2f})")
@@ -232,7 +277,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="poisson", choices=list(bs.MODELS))
     p.add_argument("--seeds", default="1,2,3,4")
-    p.add_argument("--tools", default="logdens,numpyro")
+    p.add_argument("--tools", default="logdens-stan,logdens-nutpie,numpyro")
     p.add_argument("--tune", type=int, default=1000)
     p.add_argument("--draws", type=int, default=1000)
     p.add_argument("--metric", default="diag", choices=("diag", "dense"))
@@ -253,8 +298,11 @@ def main(argv=None):
           f"core {args.core}, load {os.getloadavg()}", flush=True)
     rows, first_states = [], None
     for seed in seeds:
-        if "logdens" in tools:
-            row, states = run_logdens(density, seed, args.tune, args.draws, args.metric)
+        for tool, adaptation in LOGDENS_TOOLS.items():
+            if tool not in tools:
+                continue
+            row, states = run_logdens(density, seed, args.tune, args.draws, args.metric,
+                                      adaptation=adaptation, tool=tool)
             first_states = first_states or states
             rows.append(row)
             show(row)
@@ -262,7 +310,7 @@ def main(argv=None):
             rows.append(run_numpyro(spec, data, seed, args.tune, args.draws))
             show(rows[-1])
         if "nutpie" in tools:
-            rows.append(run_nutpie(spec, data, seed, args.tune, args.draws))
+            rows.append(run_nutpie(spec, data, seed, args.tune, args.draws, density))
             show(rows[-1])
     for tool in tools:
         mean_line(rows, tool)

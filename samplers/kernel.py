@@ -7,7 +7,9 @@ first-class function type of the model entry
 with no recompilation, and cached on disk.  It runs iterations
 ``start .. stop - 1`` of a chain: the transition, then during warmup the
 step-size and metric adaptation, and writes the draw and its statistics to
-row ``it`` of the output arrays.  All state that
+row ``it`` of the output arrays.  Two warmups: Stan's windowed one
+(:mod:`samplers.mass_matrix`) and nutpie's, from draws and gradients
+(:mod:`samplers.grad_adaptation`), chosen at run time.  All state that
 survives between chunks lives in the chain's arrays (:class:`ChainState`), so
 a chain can be run in pieces for the progress bar and Ctrl-C.  The loop
 allocates nothing (workspaces come from Python), so it is compiled without
@@ -28,6 +30,7 @@ from .mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
     welford_diag_final, welford_diag_init, welford_diag_update)
+from .grad_adaptation import grad_adaptation_update, grad_var_init
 from .metric import Metric, set_inverse_metric_dense
 from .protocol import ENTRY_TYPE
 from .static_hmc import hmc_transition
@@ -45,10 +48,14 @@ STAT_NAMES = ("lp", "acceptance_rate", "step_size", "tree_depth", "n_steps",
 NUTS, HMC = 0, 1
 #: Layout of the per-chain scalar array.
 LP, STEP, DA_COUNTER, DA_S_BAR, DA_X_BAR, DA_MU, DA_X, N_SCALARS = range(8)
-#: Layout of the integer configuration array.
-KIND, MAX_DEPTH, NUM_STEPS, N_TUNE, DENSE, N_ICONF = range(6)
+#: Layout of the integer configuration array: the nutpie warmup's phases
+#: and windows follow ``ADAPT`` (see :mod:`samplers.grad_adaptation`).
+(KIND, MAX_DEPTH, NUM_STEPS, N_TUNE, DENSE, ADAPT, EARLY_END, FINAL_START, EARLY_FREQ,
+ SWITCH_FREQ, N_ICONF) = range(11)
 #: Layout of the float configuration array.
-TARGET_ACCEPT, MAX_ENERGY_ERROR, N_FCONF = range(3)
+TARGET_ACCEPT, MAX_ENERGY_ERROR, WINDOW_GROWTH, N_FCONF = range(4)
+#: Warmups (``iconf[ADAPT]``): Stan's windows, nutpie's draws and gradients.
+ADAPT_STAN, ADAPT_NUTPIE = 0, 1
 
 
 class ChainState(NamedTuple):
@@ -68,6 +75,9 @@ class ChainState(NamedTuple):
         Welford buffers (the dense one is (1, 1) for a diagonal metric).
     wf_cov : ndarray, shape (dim, dim) or (1, 1)
         Workspace for the covariance estimate of a dense metric.
+    ga_moments : ndarray, shape (8, dim)
+    ga_counts : ndarray of int64, shape (4,)
+        State of nutpie's warmup (:mod:`samplers.grad_adaptation`).
     """
 
     q: np.ndarray
@@ -80,6 +90,8 @@ class ChainState(NamedTuple):
     wf_m2_diag: np.ndarray
     wf_m2_dense: np.ndarray
     wf_cov: np.ndarray
+    ga_moments: np.ndarray
+    ga_counts: np.ndarray
 
 
 @compiled
@@ -140,7 +152,8 @@ def _make_run_chunk(kind, dense):
     sources = SOURCE_HASH
 
     def run_chunk(f, fdata, idata, q, g, sc, rng, inv_diag, inv_dense, momentum_factor,
-                  dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, wf_cov, ends, end_lp,
+                  dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, wf_cov, ga_moments,
+                  ga_counts, ends, end_lp,
                   slots, slot_scalars, traj, interrupt, in_window, window_end, iconf, fconf,
                   start, stop, draws, stats):
         sources  # noqa: B018  (a closure variable, so part of the cache key)
@@ -152,16 +165,22 @@ def _make_run_chunk(kind, dense):
         else:
             wf = WelfordDiag(wf_n[0], wf_mean, wf_m2_diag)
         lp, eps = sc[LP], sc[STEP]
+        nutpie = not dense and iconf[ADAPT] == ADAPT_NUTPIE
         if start == 0:
             # Stan's services call set_mu(log(10 * stepsize)) before
             # init_stepsize runs: the first window shrinks toward ten times
             # the *given* step size (1 by default); later restarts use the
-            # heuristic's result.
+            # heuristic's result.  nutpie starts from the metric 1/|grad|.
             mu = math.log(10.0 * eps)
+            if nutpie and iconf[N_TUNE] > 0:
+                grad_var_init(ga_moments, ga_counts, q, g, inv_diag, iconf[SWITCH_FREQ])
             eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
             da = DualAveragingState(0.0, 0.0, 0.0, mu, math.log(eps))
+            if nutpie:
+                da = dual_averaging_init(eps)
         end = stop
         for it in range(start, stop):
+            lp_start = lp
             if is_nuts:
                 lp, info = nuts_transition(f, fdata, idata, metric, eps, iconf[MAX_DEPTH],
                                            fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
@@ -174,9 +193,22 @@ def _make_run_chunk(kind, dense):
             _record(it, q, lp, eps, info, draws, stats)
             if it >= iconf[N_TUNE]:
                 continue
-            # Warmup bookkeeping, in the order of Stan's adapt_*_nuts::transition.
             da = dual_averaging_update(da, info.accept_stat, fconf[TARGET_ACCEPT])
             eps = math.exp(da.x)
+            if nutpie:
+                # nuts-rs's order: estimators, switch, metric, then the step
+                # size (restarted only at the metric's first change).
+                if it < iconf[FINAL_START] and grad_adaptation_update(
+                        ga_moments, ga_counts, it, lp != lp_start, q, g, inv_diag,
+                        iconf[EARLY_END], iconf[FINAL_START], iconf[EARLY_FREQ],
+                        fconf[WINDOW_GROWTH]):
+                    eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g,
+                                                    lp, work)
+                    da = dual_averaging_init(eps)
+                if it == iconf[N_TUNE] - 1:
+                    eps = dual_averaging_final(da)
+                continue
+            # Warmup bookkeeping, in the order of Stan's adapt_*_nuts::transition.
             if in_window[it]:
                 if dense:
                     wf = welford_dense_update(wf, q)
@@ -210,6 +242,7 @@ _CHUNK_SIGNATURE = types.int64(
     _F1, _F1, _F1, types.uint64[::1],          # q, grad, scalars, rng
     _F1, _F2, _F2, types.boolean,              # metric
     _I1, _F1, _F1, _F2, _F2,                   # Welford buffers, covariance workspace
+    _F2, _I1,                                  # nutpie warmup state
     _F3, _F1, _F3, _F2, _F2, _I1,              # TreeWork (interrupt flag last)
     _B1, _B1, _I1, _F1,                        # schedule, configuration
     types.int64, types.int64, _F2, _F2,        # start, stop, outputs
@@ -229,7 +262,9 @@ def chunk_runner(kind, dense):
     fields of :class:`ChainState` (the metric's four in place of ``metric``),
     those of :class:`samplers.trajectory.TreeWork`, the two schedule arrays,
     the integer and float configuration, ``start``, ``stop`` and the output
-    arrays (:data:`_CHUNK_SIGNATURE`; :func:`advance` spreads them).  It runs
+    arrays (:data:`_CHUNK_SIGNATURE`; :func:`advance` spreads them).  The
+    warmup (Stan's or nutpie's) is chosen by ``iconf[ADAPT]`` at run time, so
+    both share one compiled variant.  It runs
     iterations ``start .. stop - 1`` and returns the index after the last
     one it recorded: ``stop``, or less when the interrupt flag was set (the
     transition it cut short is dropped).  It releases the GIL, so chains run
@@ -267,5 +302,5 @@ def advance(run_chunk, entry, state, work, schedule, iconf, fconf, start, stop, 
     return run_chunk(entry.function, entry.fdata, entry.idata, state.q, state.grad,
                      state.scalars, state.rng, m.inv_diag, m.inv_dense, m.momentum_factor,
                      m.dense, state.wf_n, state.wf_mean, state.wf_m2_diag, state.wf_m2_dense,
-                     state.wf_cov, *work, schedule[0], schedule[1], iconf, fconf, start, stop,
+                     state.wf_cov, state.ga_moments, state.ga_counts, *work, schedule[0], schedule[1], iconf, fconf, start, stop,
                      draws, stats)

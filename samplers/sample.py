@@ -8,6 +8,8 @@ import numpy as np
 from . import kernel
 from .diagnostics import SamplerWarning, sampler_warnings
 from .external import external_entry
+from .grad_adaptation import (EARLY_SWITCH_FREQ, SWITCH_FREQ, WINDOW_GROWTH,
+                              grad_adaptation_buffers, grad_adaptation_phases)
 from .initial_point import find_initial_point, per_chain_inits
 from .interrupt import Interrupt
 from .kernel import ChainState
@@ -31,7 +33,8 @@ def _chain_state(entry, dim, dense, seed, chain, init):
     n = dim if dense else 1
     return ChainState(np.ascontiguousarray(q), grad, scalars, make_state(seed, chain),
                       identity_metric(dim, dense), np.zeros(1, dtype=np.int64),
-                      np.zeros(dim), np.zeros(dim), np.zeros((n, n)), np.zeros((n, n)))
+                      np.zeros(dim), np.zeros(dim), np.zeros((n, n)), np.zeros((n, n)),
+                      *grad_adaptation_buffers(dim))
 
 
 def _check_integer(name, value, low):
@@ -52,17 +55,35 @@ def _check_counts(draws, tune, chains, max_treedepth):
         _check_integer(name, value, low)
 
 
-def _config(kind, max_treedepth, num_steps, tune, metric, target_accept):
+def resolve_adaptation(adaptation, metric):
+    """The warmup to run: ``None`` is nutpie's for a diagonal metric, Stan's
+    for a dense one; nutpie's estimate is diagonal only."""
+    if adaptation is None:
+        return "nutpie" if metric == "diag" else "stan"
+    if adaptation not in ("nutpie", "stan"):
+        raise ValueError(f"adaptation={adaptation!r}; expected 'nutpie', 'stan' or None")
+    if adaptation == "nutpie" and metric != "diag":
+        raise ValueError(f"adaptation='nutpie' with metric={metric!r}; nutpie's "
+                         "estimate is diagonal: use metric='diag' or adaptation='stan'")
+    return adaptation
+
+
+def _config(kind, max_treedepth, num_steps, tune, metric, target_accept, adaptation="stan"):
     if metric not in ("diag", "dense"):
         raise ValueError(f"metric={metric!r}; expected 'diag' or 'dense'")
+    adaptation = resolve_adaptation(adaptation, metric)
     if not 0.0 < target_accept < 1.0:
         raise ValueError(f"target_accept={target_accept}; must be in (0, 1)")
     iconf = np.zeros(kernel.N_ICONF, dtype=np.int64)
     iconf[kernel.KIND], iconf[kernel.MAX_DEPTH] = kind, max_treedepth
     iconf[kernel.NUM_STEPS], iconf[kernel.N_TUNE] = num_steps, tune
     iconf[kernel.DENSE] = metric == "dense"
+    iconf[kernel.ADAPT] = kernel.ADAPT_NUTPIE if adaptation == "nutpie" else kernel.ADAPT_STAN
+    iconf[kernel.EARLY_END], iconf[kernel.FINAL_START] = grad_adaptation_phases(tune)
+    iconf[kernel.EARLY_FREQ], iconf[kernel.SWITCH_FREQ] = EARLY_SWITCH_FREQ, SWITCH_FREQ
     fconf = np.zeros(kernel.N_FCONF)
     fconf[kernel.TARGET_ACCEPT], fconf[kernel.MAX_ENERGY_ERROR] = target_accept, MAX_ENERGY_ERROR
+    fconf[kernel.WINDOW_GROWTH] = WINDOW_GROWTH
     return iconf, fconf
 
 
@@ -88,7 +109,7 @@ def _check_max_bytes(max_bytes):
 
 def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth,
             num_steps, metric, init, progress, cores, save_warmup, log_likelihood,
-            log_likelihood_max_bytes, windows):
+            log_likelihood_max_bytes, windows, adaptation):
     """Validate everything, sample, then build the output (which never loses the draws)."""
     _check_counts(draws, tune, chains, max_treedepth)
     _check_windows(windows)
@@ -97,7 +118,8 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
     dim = dimension(log_density)
     if isinstance(init, str):
         init = _named_init(init, log_density, chains, seed)
-    iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept)
+    iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept,
+                           resolve_adaptation(adaptation, metric))
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)
     interrupt = Interrupt()
@@ -113,7 +135,8 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
         interrupt.wrap_up()
         depth = max_treedepth if kind == kernel.NUTS else None
         attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
-                 "tune": int(tune), "metric": metric, "interrupted": int(res.interrupted)}
+                 "tune": int(tune), "metric": metric,
+                 "adaptation": resolve_adaptation(adaptation, metric), "interrupted": int(res.interrupted)}
         idata, missing = to_datatree(log_density, res.draws, res.stats, tune,
                                      save_warmup or res.n_done <= tune, depth, attrs,
                                      log_likelihood, log_likelihood_max_bytes, interrupt)
@@ -140,8 +163,8 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
          max_treedepth=10, metric="diag", init=None, progress=True, cores=None,
          save_warmup=False, log_likelihood=True, adapt_init_buffer=INIT_BUFFER,
          adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW,
-         log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
-    """Sample with the No-U-Turn Sampler and Stan's windowed warmup.
+         log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES, adaptation=None):
+    """Sample with the No-U-Turn Sampler (Stan's) after nutpie's or Stan's warmup.
 
     Parameters
     ----------
@@ -188,13 +211,21 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         first metric window, which doubles.  A longer terminal buffer gives
         dual averaging more iterations after the last metric update; Stan's
         50 tends to end with a step size whose acceptance exceeds
-        ``target_accept``.
+        ``target_accept``.  Used by ``adaptation="stan"`` only.
     log_likelihood_max_bytes : float or None
         The ``log_likelihood`` groups are left out, with a warning, when they
         would take more memory than this (chains x draws x observations x 8
         bytes; default 1 GB; None: no limit).
         :func:`samplers.pointwise_log_likelihood` computes them afterwards
         for some draws at a time.
+    adaptation : {None, "nutpie", "stan"}
+        The warmup.  ``"nutpie"`` (nutpie's and PyMC's default, diagonal
+        metric only): the inverse metric is ``sqrt(var(draws) /
+        var(gradients))`` per coordinate, updated after every draw from
+        overlapping windows, and the step size adapts by dual averaging
+        throughout, alone in the last 15% (:mod:`samplers.grad_adaptation`).
+        ``"stan"``: Stan's windowed warmup (``adapt_*`` above).  ``None``:
+        ``"nutpie"`` for ``metric="diag"``, ``"stan"`` for ``"dense"``.
 
     Returns
     -------
@@ -213,14 +244,14 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
     return _sample(model, kernel.NUTS, draws, tune, chains, seed, target_accept,
                    max_treedepth, 0, metric, init, progress, cores, save_warmup,
                    log_likelihood, log_likelihood_max_bytes,
-                   (adapt_init_buffer, adapt_term_buffer, adapt_window))
+                   (adapt_init_buffer, adapt_term_buffer, adapt_window), adaptation)
 
 
 def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
         target_accept=0.8, metric="diag", init=None, progress=True, cores=None,
         save_warmup=False, log_likelihood=True, adapt_init_buffer=INIT_BUFFER,
         adapt_term_buffer=TERM_BUFFER, adapt_window=BASE_WINDOW,
-        log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
+        log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES, adaptation=None):
     """Sample with static HMC (``num_steps`` leapfrog steps per draw).
 
     Same warmup and output as :func:`nuts`; the step size is adapted by
@@ -231,4 +262,4 @@ def hmc(model, num_steps=16, draws=1000, tune=1000, chains=4, seed=0,
     return _sample(model, kernel.HMC, draws, tune, chains, seed, target_accept,
                    1, int(num_steps), metric, init, progress, cores, save_warmup,
                    log_likelihood, log_likelihood_max_bytes,
-                   (adapt_init_buffer, adapt_term_buffer, adapt_window))
+                   (adapt_init_buffer, adapt_term_buffer, adapt_window), adaptation)
