@@ -14,6 +14,7 @@ from .constraints import integer_interval, unit_interval
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 
 
 @jitable
@@ -46,6 +47,12 @@ def logpdf_grad(x, p, keep):
     return -math.inf, 0.0, 0.0
 
 
+@jitable
+def rvs(state, p):
+    """One draw: 1 if U < p (U with 53 random bits)."""
+    return 1.0 if random.uniform(state) < p else 0.0
+
+
 SPEC = Spec(
     name="Bernoulli",
     params=(Param("p", unit_interval),),
@@ -55,6 +62,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -16,6 +16,8 @@ from .constraints import integer_interval, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from .special import logistic
 from .special import log_logistic
 
 
@@ -55,6 +57,12 @@ def logpdf_grad(x, logit_p, keep, x_valid=False):
     return -math.inf, 0.0, 0.0
 
 
+@jitable
+def rvs(state, logit_p):
+    """One draw: 1 if U < logistic(logit_p) (U with 53 random bits)."""
+    return 1.0 if random.uniform(state) < logistic(logit_p) else 0.0
+
+
 SPEC = Spec(
     name="BernoulliLogit",
     params=(Param("logit_p", real),),
@@ -64,6 +72,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

@@ -22,6 +22,8 @@ from .frozen import Distribution
 from .gamma import LARGE_SHAPE
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from .special import logistic
 from .special import LOG_SQRT_2PI, digamma_diff, lbeta, lgamma_stirling_diff, logmxp1
 
 
@@ -104,6 +106,14 @@ def logpdf_grad(x, alpha, beta, keep):
     return lp, d_x, d_a, d_b
 
 
+@jitable
+def rvs(state, alpha, beta):
+    """One draw from two gammas: Ga / (Ga + Gb) = logistic(log Ga - log Gb),
+    in logs so that tiny shapes (both gammas below the smallest double)
+    still give a number, not 0 / 0."""
+    return logistic(random.log_gamma(state, alpha) - random.log_gamma(state, beta))
+
+
 SPEC = Spec(
     name="Beta",
     params=(Param("alpha", positive), Param("beta", positive)),
@@ -115,6 +125,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -24,6 +24,9 @@ from .constraints import integer_interval, nonnegative_integer, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from .binomial import small_p_rvs
+from .special import logistic
 from .special import SMALLEST_NORMAL, digamma_diff, lchoose, log_rising_factorial
 
 _MAX_COUNT = 2.5e305  # above, lrf(a, n) ~ n log(a + n) overflows and the sum is inf - inf
@@ -80,6 +83,16 @@ def logpdf_grad(x, n, alpha, beta, keep, x_valid=False):
     return lp, 0.0, 0.0, d_alpha, d_beta
 
 
+@jitable
+def rvs(state, n, alpha, beta):
+    """One draw of the mixture: Binomial(n, P), P ~ Beta(alpha, beta) from two
+    gammas in logs (``beta.rvs``); the smaller of P and 1 - P is formed directly."""
+    d = random.log_gamma(state, alpha) - random.log_gamma(state, beta)
+    if d <= 0.0:
+        return small_p_rvs(state, n, logistic(d))
+    return n - small_p_rvs(state, n, logistic(-d))
+
+
 SPEC = Spec(
     name="BetaBinomial",
     params=(Param("n", nonnegative_integer), Param("alpha", positive), Param("beta", positive)),
@@ -92,6 +105,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

@@ -14,6 +14,7 @@ from .constraints import integer_interval, nonnegative_integer, unit_interval
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import lchoose
 
 
@@ -66,6 +67,73 @@ def logpdf_grad(x, n, p, keep, x_valid=False):
     return lp, 0.0, 0.0, d_p
 
 
+# Below this mean (n min(p, 1 - p)) draws are by inversion, from it on by BTRS.
+_BTRS_MEAN = 10.0
+
+
+@jitable
+def _inversion(state, n, p):
+    """Binomial(n, p), p <= 1/2, by sequential search of the CDF from 0 (BINV of
+    Kachitvichyanukul & Schmeiser 1988), with f(k) / f(k - 1) = (n + 1 - k) p / (k q):
+    O(n p) steps."""
+    s = p / (1.0 - p)
+    a = (n + 1.0) * s
+    f = math.exp(n * math.log1p(-p))
+    u = random.uniform(state)
+    k = 0.0
+    while u >= f and f > 0.0 and k < n:
+        u -= f
+        k += 1.0
+        f *= a / k - s
+    return k
+
+
+@jitable
+def _btrs(state, n, p):
+    """Binomial(n, p), 1/2 >= p, n p >= 10, by transformed rejection with squeeze:
+    BTRS of Hoermann (1993), "The generation of binomial random variates",
+    J. Statist. Comput. Simul. 46; O(1) per draw. The acceptance bound
+    log f(k) / f(m) (m the mode) is taken from ``special.lchoose``."""
+    q = 1.0 - p
+    spq = math.sqrt(n * p * q)
+    b = 1.15 + 2.53 * spq
+    a = -0.0873 + 0.0248 * b + 0.01 * p
+    c = n * p + 0.5
+    v_r = 0.92 - 4.2 / b
+    alpha = (2.83 + 5.1 / b) * spq
+    log_odds = math.log(p / q)
+    m = math.floor((n + 1.0) * p)
+    log_fm = lchoose(n, m)
+    while True:
+        u = random.uniform_open(state) - 0.5
+        v = random.uniform_open(state)
+        us = 0.5 - abs(u)
+        k = math.floor((2.0 * a / us + b) * u + c)
+        if k < 0.0 or k > n:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = math.log(v * alpha / (a / (us * us) + b))
+        if v <= lchoose(n, k) - log_fm + (k - m) * log_odds:
+            return k
+
+
+@jitable
+def small_p_rvs(state, n, p):
+    """Binomial(n, p) for p <= 1/2: inversion for n p < 10, BTRS from there on."""
+    if n * p < _BTRS_MEAN:
+        return _inversion(state, n, p)
+    return _btrs(state, n, p)
+
+
+@jitable
+def rvs(state, n, p):
+    """One draw; for p > 1/2, n minus a draw of the failures (1 - p is exact there)."""
+    if p <= 0.5:
+        return small_p_rvs(state, n, p)
+    return n - small_p_rvs(state, n, 1.0 - p)
+
+
 SPEC = Spec(
     name="Binomial",
     params=(Param("n", nonnegative_integer), Param("p", unit_interval)),
@@ -76,6 +144,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

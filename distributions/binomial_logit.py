@@ -16,6 +16,9 @@ from .constraints import integer_interval, nonnegative_integer, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from .binomial import small_p_rvs
+from .special import logistic
 from .special import lchoose
 
 
@@ -71,6 +74,15 @@ def logpdf_grad(x, n, logit_p, keep, x_valid=False):
     return lp, 0.0, 0.0, d_logit
 
 
+@jitable
+def rvs(state, n, logit_p):
+    """One draw (``binomial.rvs``), with the smaller of p and 1 - p from the
+    logit, accurate where the other rounds to 1."""
+    if logit_p <= 0.0:
+        return small_p_rvs(state, n, logistic(logit_p))
+    return n - small_p_rvs(state, n, logistic(-logit_p))
+
+
 SPEC = Spec(
     name="BinomialLogit",
     params=(Param("n", nonnegative_integer), Param("logit_p", real)),
@@ -82,6 +94,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

@@ -13,6 +13,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_PI, SMALLEST_NORMAL, log1p_square
 
 
@@ -53,6 +54,12 @@ def logpdf_grad(x, loc, scale, keep):
     return -math.inf, 0.0, 0.0, 0.0
 
 
+@jitable
+def rvs(state, loc, scale):
+    """One draw by inversion: loc + scale tan(pi (U - 1/2)), U in (0, 1)."""
+    return loc + scale * math.tan(math.pi * (random.uniform_open(state) - 0.5))
+
+
 SPEC = Spec(
     name="Cauchy",
     params=(Param("loc", real), Param("scale", positive)),
@@ -64,6 +71,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

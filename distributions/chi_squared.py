@@ -19,6 +19,7 @@ from .frozen import Distribution
 from .gamma import LARGE_SHAPE, large_shape_log_density
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_2, digamma, lgamma_or_inf
 
 
@@ -92,6 +93,12 @@ def logpdf_grad(x, df, keep):
     return lp, d_x, d_df
 
 
+@jitable
+def rvs(state, df):
+    """One draw: 2 G, G ~ Gamma(df / 2, 1)."""
+    return 2.0 * random.gamma(state, 0.5 * df)
+
+
 SPEC = Spec(
     name="ChiSquared",
     params=(Param("df", positive),),
@@ -103,6 +110,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

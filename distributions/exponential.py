@@ -14,6 +14,7 @@ from .constraints import nonnegative, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 
 
 @jitable
@@ -48,6 +49,12 @@ def logpdf_grad(x, rate, keep):
     return lp, d_x, d_rate
 
 
+@jitable
+def rvs(state, rate):
+    """One draw by inversion: -log(U) / rate."""
+    return random.exponential(state) / rate
+
+
 SPEC = Spec(
     name="Exponential",
     params=(Param("rate", positive),),
@@ -58,6 +65,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from . import vectorize
+from . import random, vectorize
 from .constraints import contains, describe
 
 
@@ -115,6 +115,55 @@ class Distribution:
         grads = {n: (g[()] if g.ndim == 0 else g)
                  for n, g in zip(self.spec.arg_names, partials) if n in wanted}
         return (lp[()] if lp.ndim == 0 else lp), grads
+
+    def rvs(self, size=None, seed=None):
+        """Random draws, scipy style: ``Normal(0, 1).rvs(size=3, seed=0)``.
+
+        Parameters
+        ----------
+        size : int or tuple of int, optional
+            Shape of the output; the parameters broadcast to it. Default: the
+            parameters' broadcast shape.
+        seed : int, optional
+            Non-negative. The same seed gives the same draws on any machine
+            and thread count (xoshiro256** stream 0 of ``seed``, see
+            ``distributions.random``). Default: fresh entropy from the OS.
+
+        Returns
+        -------
+        ndarray
+            float64 draws, int64 for discrete distributions; a numpy scalar
+            when the shape is ``()``.
+        """
+        if seed is None:
+            seed = np.random.SeedSequence().entropy
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise TypeError(f"{self.spec.name}.rvs: seed={seed!r}, must be a non-negative int")
+        out = self.draw(random.make_state(int(seed)), size)
+        return out[()] if out.ndim == 0 else out
+
+    def draw(self, state, size=None):
+        """Draws from an explicit generator ``state`` (``distributions.random.make_state``),
+        advanced in place: for callers that thread one stream through many
+        distributions (predictive sampling). ``size`` as in :meth:`rvs`; always
+        returns an array."""
+        params = self._arrays(0.0)[1:]
+        shape = np.broadcast_shapes(*(np.shape(a) for a in params))
+        if size is not None:
+            size = tuple(int(d) for d in np.atleast_1d(size))
+            try:
+                shape = np.broadcast_shapes(shape, size)
+            except ValueError:
+                shape = None
+            if shape != size:
+                raise ValueError(f"{self.spec.name}.rvs: size={size} does not fit the parameters' "
+                                 f"broadcast shape {np.broadcast_shapes(*(np.shape(a) for a in params))}")
+        out = vectorize.rvs(self.spec, params, shape, state)
+        if not self.spec.discrete:
+            return out
+        if not np.all(out < 2.0 ** 63):  # only for parameters whose draws exceed int64
+            raise ValueError(f"{self.spec.name}.rvs: draws up to {out.max():g} do not fit in int64")
+        return out.astype(np.int64)
 
     def __repr__(self):
         def show(v):

@@ -25,6 +25,7 @@ from .constraints import positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import (
     LOG_SQRT_2PI, digamma, lgamma_or_inf, lgamma_stirling_diff, logmxp1)
 
@@ -125,6 +126,13 @@ def logpdf_grad(x, concentration, rate, keep):
     return lp, d_x, d_a, d_b
 
 
+@jitable
+def rvs(state, concentration, rate):
+    """One draw: G / rate, G ~ Gamma(concentration, 1) (Marsaglia-Tsang, see
+    ``distributions.random.gamma``)."""
+    return random.gamma(state, concentration) / rate
+
+
 SPEC = Spec(
     name="Gamma",
     params=(Param("concentration", positive), Param("rate", positive)),
@@ -137,6 +145,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

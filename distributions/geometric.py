@@ -15,6 +15,7 @@ from .constraints import Constraint, nonnegative_integer
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 
 # p in (0, 1]: open at 0 (no success ever), closed at 1.
 _PROBABILITY = Constraint("interval", 0.0, 1.0, False, True)
@@ -60,6 +61,13 @@ def logpdf_grad(x, p, keep, x_valid=False):
     return -math.inf, 0.0, 0.0
 
 
+@jitable
+def rvs(state, p):
+    """Failures before the first success, by inversion: floor(E / -log(1 - p)),
+    E standard exponential (Devroye 1986, X.2)."""
+    return math.floor(random.exponential(state) / -math.log1p(-p))
+
+
 SPEC = Spec(
     name="Geometric",
     params=(Param("p", _PROBABILITY),),
@@ -70,6 +78,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

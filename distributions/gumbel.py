@@ -13,6 +13,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import SMALLEST_NORMAL
 
 # Below z = Z_MIN the log density, -z - exp(-z), is under -1e304 and is taken
@@ -63,6 +64,13 @@ def logpdf_grad(x, loc, scale, keep):
     return lp, d_x, -d_x, d_scale
 
 
+@jitable
+def rvs(state, loc, scale):
+    """One draw by inversion: loc - scale log(E), E standard exponential
+    (= loc - scale log(-log U))."""
+    return loc - scale * math.log(random.exponential(state))
+
+
 SPEC = Spec(
     name="Gumbel",
     params=(Param("loc", real), Param("scale", positive)),
@@ -73,6 +81,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

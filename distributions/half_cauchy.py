@@ -14,6 +14,7 @@ from .constraints import nonnegative, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_2, LOG_PI, SMALLEST_NORMAL, log1p_square
 
 
@@ -56,6 +57,12 @@ def logpdf_grad(x, scale, keep):
     return -math.inf, 0.0, 0.0
 
 
+@jitable
+def rvs(state, scale):
+    """One draw by inversion: scale tan(pi U / 2), U in (0, 1)."""
+    return scale * math.tan(0.5 * math.pi * random.uniform_open(state))
+
+
 SPEC = Spec(
     name="HalfCauchy",
     params=(Param("scale", positive),),
@@ -67,6 +74,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

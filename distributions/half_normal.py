@@ -14,6 +14,7 @@ from .constraints import nonnegative, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL
 
 
@@ -53,6 +54,12 @@ def logpdf_grad(x, scale, keep):
     return lp, d_x, d_scale
 
 
+@jitable
+def rvs(state, scale):
+    """One draw: scale |z|, z standard normal."""
+    return scale * abs(random.normal(state))
+
+
 SPEC = Spec(
     name="HalfNormal",
     params=(Param("scale", positive),),
@@ -64,6 +71,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

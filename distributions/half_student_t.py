@@ -15,6 +15,8 @@ from .constraints import nonnegative, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from .student_t import standard_rvs
 from .special import LOG_2
 from .student_t import logpdf as t_logpdf, logpdf_grad as t_logpdf_grad
 
@@ -42,6 +44,12 @@ def logpdf_grad(x, df, scale, keep):
     return lp, d_x, d_df, d_scale
 
 
+@jitable
+def rvs(state, df, scale):
+    """One draw: scale |t|, t a standard t draw."""
+    return scale * abs(standard_rvs(state, df))
+
+
 SPEC = Spec(
     name="HalfStudentT",
     params=(Param("df", positive), Param("scale", positive)),
@@ -54,6 +62,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

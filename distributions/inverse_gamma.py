@@ -21,6 +21,7 @@ from .frozen import Distribution
 from .gamma import LARGE_SHAPE, large_shape_log_density
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import digamma, lgamma_or_inf
 
 
@@ -112,6 +113,13 @@ def logpdf_grad(x, concentration, scale, keep):
     return lp, d_x, d_a, d_s
 
 
+@jitable
+def rvs(state, concentration, scale):
+    """One draw: scale / G, G ~ Gamma(concentration, 1), taken in logs so a G
+    below the smallest double gives inf only where the draw itself overflows."""
+    return math.exp(math.log(scale) - random.log_gamma(state, concentration))
+
+
 SPEC = Spec(
     name="InverseGamma",
     params=(Param("concentration", positive), Param("scale", positive)),
@@ -124,6 +132,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

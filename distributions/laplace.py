@@ -13,6 +13,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_2, SMALLEST_NORMAL
 
 
@@ -59,6 +60,14 @@ def logpdf_grad(x, loc, scale, keep):
     return -math.inf, 0.0, 0.0, 0.0
 
 
+@jitable
+def rvs(state, loc, scale):
+    """One draw by inversion: loc -+ scale E, E standard exponential, sign by a fair coin
+    (the two halves of the inverse CDF)."""
+    e = scale * random.exponential(state)
+    return loc + e if random.uniform(state) < 0.5 else loc - e
+
+
 SPEC = Spec(
     name="Laplace",
     params=(Param("loc", real), Param("scale", positive)),
@@ -70,6 +79,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -15,6 +15,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_SQRT_2PI, SMALLEST_NORMAL
 
 
@@ -63,6 +64,12 @@ def logpdf_grad(x, loc, scale, keep):
     return -math.inf, 0.0, 0.0, 0.0
 
 
+@jitable
+def rvs(state, loc, scale):
+    """One draw: exp(loc + scale z), z standard normal."""
+    return math.exp(loc + scale * random.normal(state))
+
+
 SPEC = Spec(
     name="LogNormal",
     params=(Param("loc", real), Param("scale", positive)),
@@ -75,6 +82,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -13,6 +13,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import SMALLEST_NORMAL
 
 
@@ -66,6 +67,13 @@ def logpdf_grad(x, loc, scale, keep):
     return -math.inf, 0.0, 0.0, 0.0
 
 
+@jitable
+def rvs(state, loc, scale):
+    """One draw by inversion: loc + scale log(U / (1 - U)), U in (0, 1)."""
+    u = random.uniform_open(state)
+    return loc + scale * (math.log(u) - math.log1p(-u))
+
+
 SPEC = Spec(
     name="Logistic",
     params=(Param("loc", real), Param("scale", positive)),
@@ -76,6 +84,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

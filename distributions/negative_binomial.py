@@ -18,6 +18,8 @@ from .constraints import nonnegative_integer, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from . import poisson
 from .special import (
     SMALLEST_NORMAL, digamma_diff, log1p_ratio, log1pmx, log_rising_factorial)
 
@@ -104,6 +106,20 @@ def _dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi):
     return lp, d_mu, d_phi
 
 
+@jitable
+def log_rate_rvs(state, log_mu, phi):
+    """log of a Gamma(phi, phi / mu) draw, the rate of the Poisson mixture that is
+    NegativeBinomial(mu, phi); in logs, since for a tiny phi the gamma draw
+    is below the smallest double."""
+    return log_mu + random.log_gamma(state, phi) - math.log(phi)
+
+
+@jitable
+def rvs(state, mu, phi):
+    """One draw of the gamma-Poisson mixture: Poisson(lambda), lambda ~ Gamma(phi, phi / mu)."""
+    return poisson.rvs(state, math.exp(log_rate_rvs(state, math.log(mu), phi)))
+
+
 SPEC = Spec(
     name="NegativeBinomial",
     params=(Param("mu", positive), Param("phi", positive)),
@@ -116,6 +132,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

@@ -24,6 +24,9 @@ from .constraints import nonnegative_integer, positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from . import poisson
+from .negative_binomial import log_rate_rvs
 from .special import (
     SMALLEST_NORMAL, digamma_diff, log1pexp, log1pmx, log_rising_factorial, logistic)
 
@@ -87,6 +90,12 @@ def logpdf_grad(x, log_mu, phi, keep, x_valid=False):
     return lp, 0.0, d_log_mu, d_phi
 
 
+@jitable
+def rvs(state, log_mu, phi):
+    """One draw of the gamma-Poisson mixture (``negative_binomial.rvs``) at mu = exp(log_mu)."""
+    return poisson.rvs(state, math.exp(log_rate_rvs(state, log_mu, phi)))
+
+
 SPEC = Spec(
     name="NegativeBinomialLog",
     params=(Param("log_mu", real), Param("phi", positive)),
@@ -99,6 +108,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

@@ -13,6 +13,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import fast_kernel, jitable
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_SQRT_2PI
 
 
@@ -52,6 +53,12 @@ def logpdf_grad(x, loc, scale, keep):
     return -math.inf, 0.0, 0.0, 0.0
 
 
+@jitable
+def rvs(state, loc, scale):
+    """One draw: loc + scale z, z standard normal (Box-Muller)."""
+    return loc + scale * random.normal(state)
+
+
 SPEC = Spec(
     name="Normal",
     params=(Param("loc", real), Param("scale", positive)),
@@ -63,6 +70,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

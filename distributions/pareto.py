@@ -19,6 +19,7 @@ from .constraints import greater_than, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import log_ratio
 
 
@@ -67,6 +68,12 @@ def logpdf_grad(x, alpha, scale, keep):
     return -math.inf, 0.0, 0.0, 0.0
 
 
+@jitable
+def rvs(state, alpha, scale):
+    """One draw by inversion: scale U^(-1/alpha) = scale exp(E / alpha), E standard exponential."""
+    return scale * math.exp(random.exponential(state) / alpha)
+
+
 SPEC = Spec(
     name="Pareto",
     params=(Param("alpha", positive), Param("scale", positive)),
@@ -78,6 +85,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -13,6 +13,8 @@ from .constraints import nonnegative_integer, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from .special import LOG_SQRT_2PI, lgamma_stirling_diff, logmxp1
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) overflows just above: such counts have mass 0
 
@@ -45,6 +47,59 @@ def logpdf_grad(x, rate, keep, x_valid=False):
     return -math.inf, 0.0, 0.0
 
 
+# Below this rate draws are by inversion (O(rate) steps), from it on by PTRS.
+_PTRS_RATE = 10.0
+
+
+@jitable
+def _log_mass(k, rate):
+    """log p(k | rate) for the rejection step; for k >= 10 in the Stirling form
+    k logmxp1(rate / k) - log(k) / 2 - log(2 pi) / 2 - D(k) (D: Stirling's
+    remainder), where k log(rate) - rate - lgamma(k + 1) would cancel (terms
+    of 1e13 at rate 1e12)."""
+    if k < 10.0:
+        return logpdf(k, rate)
+    return k * logmxp1(rate / k) - 0.5 * math.log(k) - LOG_SQRT_2PI - lgamma_stirling_diff(k)
+
+
+@jitable
+def _ptrs(state, rate):
+    """Poisson(rate) for rate >= 10 by transformed rejection with squeeze: PTRS of
+    Hoermann (1993), "The transformed rejection method for generating Poisson
+    random variables", Insurance: Mathematics and Economics 12; O(1) per draw."""
+    b = 0.931 + 2.53 * math.sqrt(rate)
+    a = -0.059 + 0.02483 * b
+    log_inv_alpha = math.log(1.1239 + 1.1328 / (b - 3.4))
+    v_r = 0.9277 - 3.6224 / (b - 2.0)
+    while True:
+        u = random.uniform_open(state) - 0.5
+        v = random.uniform_open(state)
+        us = 0.5 - abs(u)
+        k = math.floor((2.0 * a / us + b) * u + rate + 0.43)
+        if us >= 0.07 and v <= v_r:
+            return k
+        if k < 0.0 or (us < 0.013 and v > us):
+            continue
+        if math.log(v) + log_inv_alpha - math.log(a / (us * us) + b) <= _log_mass(k, rate):
+            return k
+
+
+@jitable
+def rvs(state, rate):
+    """One draw: sequential search of the CDF from 0 (inversion, Devroye 1986,
+    X.3) below rate 10, PTRS from there on. A rate of 0 gives 0."""
+    if rate >= _PTRS_RATE:
+        return _ptrs(state, rate)
+    u = random.uniform(state)
+    p = math.exp(-rate)
+    k = 0.0
+    while u >= p and p > 0.0:  # p = 0 only after the mass left has rounded away
+        u -= p
+        k += 1.0
+        p *= rate / k
+    return k
+
+
 SPEC = Spec(
     name="Poisson",
     params=(Param("rate", positive),),
@@ -55,6 +110,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

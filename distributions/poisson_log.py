@@ -16,6 +16,8 @@ from .constraints import nonnegative_integer, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from . import poisson
 from .special import LOG_FLOAT_MAX
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
@@ -56,6 +58,12 @@ def logpdf_grad(x, log_rate, keep, x_valid=False):
     return lp, 0.0, d_log_rate
 
 
+@jitable
+def rvs(state, log_rate):
+    """One draw of Poisson(exp(log_rate)) (``poisson.rvs``)."""
+    return poisson.rvs(state, math.exp(log_rate))
+
+
 SPEC = Spec(
     name="PoissonLog",
     params=(Param("log_rate", real),),
@@ -66,6 +74,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 

@@ -15,6 +15,7 @@ from .constraints import nonnegative, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 
 # sqrt of the largest float64: beyond it (x / scale)^2 overflows and the
 # log density is below -8.9e307, i.e. -inf.
@@ -69,6 +70,12 @@ def logpdf_grad(x, scale, keep):
     return lp, d_x, d_scale
 
 
+@jitable
+def rvs(state, scale):
+    """One draw by inversion: scale sqrt(2 E), E standard exponential."""
+    return scale * math.sqrt(2.0 * random.exponential(state))
+
+
 SPEC = Spec(
     name="Rayleigh",
     params=(Param("scale", positive),),
@@ -80,6 +87,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

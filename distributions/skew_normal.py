@@ -16,6 +16,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_2, LOG_SQRT_2PI, SMALLEST_NORMAL, dlog_ndtr, log_ndtr
 
 
@@ -73,6 +74,19 @@ def logpdf_grad(x, loc, scale, alpha, keep):
     return lp, d_x, -d_x, d_scale, d_alpha
 
 
+@jitable
+def rvs(state, loc, scale, alpha):
+    """One draw by Azzalini's (1985) representation: with u, v independent standard
+    normals and delta = alpha / sqrt(1 + alpha^2), z = delta |u| + sqrt(1 - delta^2) v
+    is SkewNormal(0, 1, alpha) (Henze 1986). 1 / sqrt(1 + alpha^2) is sqrt(1 - delta^2)
+    without cancellation for large alpha."""
+    u = abs(random.normal(state))
+    v = random.normal(state)
+    r = 1.0 / math.sqrt(1.0 + alpha * alpha) if abs(alpha) < 1e150 else 0.0
+    delta = alpha * r if abs(alpha) < 1e150 else math.copysign(1.0, alpha)
+    return loc + scale * (delta * u + r * v)
+
+
 SPEC = Spec(
     name="SkewNormal",
     params=(Param("loc", real), Param("scale", positive), Param("alpha", real)),
@@ -85,6 +99,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -48,9 +48,16 @@ their loops are always inlined too (``jit.kernel``): one loaded from the
 disk cache, compiled there for another caller, stayed a call and kept the
 loop scalar. ``tests/test_vectorize.py`` checks the generated loops and
 the branch-free kernels' loops.
+
+``rvs(state, *params) -> float``
+    One random draw (a float, integral for discrete distributions) from a
+    ``uint64[4]`` generator state of ``distributions.random``, advanced in
+    place, so draws depend only on the seed. An exact algorithm, named and
+    cited in a comment; NaN for invalid parameters (the public ``rvs``
+    validates them first, as ``logpdf`` does).
 """
 
-from typing import Callable, NamedTuple, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 from .constraints import Constraint
 
@@ -87,6 +94,9 @@ class Spec(NamedTuple):
     logpdf_grad: Callable
     #: Whether ``logpdf_grad`` takes a last argument ``x_valid`` (default False).
     takes_x_valid: bool = False
+    #: ``rvs(state, *params) -> float``: one draw, from a ``distributions.random``
+    #: state (see the module docstring).
+    rvs: Optional[Callable] = None
 
     @property
     def discrete(self):

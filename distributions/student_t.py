@@ -17,6 +17,7 @@ from .constraints import positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import (
     LOG_SQRT_PI, SMALLEST_NORMAL, half_step_digamma_excess, log1p_square, log_rising_factorial)
 
@@ -98,6 +99,21 @@ def logpdf_grad(x, df, loc, scale, keep):
     return lp, d_x, d_df, -d_x, d_scale
 
 
+@jitable
+def standard_rvs(state, df):
+    """A standard t draw: z / sqrt(V / df), z normal, V ~ chi2(df) = 2 Gamma(df / 2);
+    sqrt(df / V) = exp((log(df / 2) - log G) / 2) in logs (a tiny df gives a
+    G below the smallest double)."""
+    half = 0.5 * df
+    return random.normal(state) * math.exp(0.5 * (math.log(half) - random.log_gamma(state, half)))
+
+
+@jitable
+def rvs(state, df, loc, scale):
+    """One draw: loc + scale t, t a standard t draw (normal over chi)."""
+    return loc + scale * standard_rvs(state, df)
+
+
 SPEC = Spec(
     name="StudentT",
     params=(Param("df", positive), Param("loc", real), Param("scale", positive)),
@@ -110,6 +126,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

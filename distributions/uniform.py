@@ -15,6 +15,7 @@ from .constraints import greater_than, interval, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_2
 
 _HALF_MAX = 8.988465674311579e307  # half the largest float64
@@ -67,6 +68,17 @@ def logpdf_grad(x, lower, upper, keep):
     return -math.inf, 0.0, 0.0, 0.0
 
 
+@jitable
+def rvs(state, lower, upper):
+    """One draw by inversion, lower + (upper - lower) U, U in (0, 1); as a
+    weighted mean where upper - lower overflows."""
+    u = random.uniform_open(state)
+    width = upper - lower
+    if width < math.inf:
+        return min(lower + width * u, upper)
+    return lower * (1.0 - u) + upper * u
+
+
 SPEC = Spec(
     name="Uniform",
     params=(Param("lower", real), Param("upper", greater_than("lower"))),
@@ -76,6 +88,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

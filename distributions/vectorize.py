@@ -1,4 +1,5 @@
-"""Compiled elementwise loops that apply a distribution's scalar kernels to arrays.
+"""Compiled elementwise loops that apply a distribution's scalar kernels to arrays,
+and draw from it (``rvs``).
 
 One loop pair per distribution, compiled on first use. The loops are made from
 one template because numba cannot unpack a row of an array into positional
@@ -21,7 +22,14 @@ def grad_loop(args, keep, out):
             out[k, i] = result[k]
 """
 
+_RVS_TEMPLATE = """
+def rvs_loop(args, state, out):
+    for i in range(out.size):
+        out[i] = rvs(state, {call_args})
+"""
+
 _COMPILED = {}
+_COMPILED_RVS = {}
 
 
 def _loops(spec):
@@ -59,3 +67,27 @@ def logpdf_grad(spec, arrays):
     out = np.empty((args.shape[0] + 1, args.shape[1]))
     _loops(spec)[1](args, spec.keep_all, out)
     return out[0].reshape(shape), [row.reshape(shape) for row in out[1:]]
+
+
+def _rvs_loop(spec):
+    """The draw loop of ``spec``, compiled once per process."""
+    if spec.name not in _COMPILED_RVS:
+        call_args = ", ".join(f"args[{j}, i]" for j in range(len(spec.params)))
+        namespace = {"rvs": spec.rvs}
+        exec(_RVS_TEMPLATE.format(call_args=call_args), namespace)
+        _COMPILED_RVS[spec.name] = njit(error_model="numpy", nogil=True)(namespace["rvs_loop"])
+    return _COMPILED_RVS[spec.name]
+
+
+def rvs(spec, params, shape, state):
+    """Draws of ``spec`` with parameters ``params`` broadcast to ``shape``.
+
+    ``state`` (a ``distributions.random`` state) is advanced in place; draws
+    are made in C order of ``shape``. Parameters must be valid (not checked).
+    Returns float64 draws of shape ``shape`` (integral for discrete ones).
+    """
+    args, _ = _stack([np.broadcast_to(np.asarray(a, dtype=float), shape) for a in params])
+    out = np.empty(args.shape[1])
+    if out.size:
+        _rvs_loop(spec)(args, state, out)
+    return out.reshape(shape)

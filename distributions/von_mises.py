@@ -19,6 +19,7 @@ from .constraints import interval, positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import LOG_2PI, log_i0e, one_minus_i1_over_i0
 
 
@@ -65,6 +66,48 @@ def logpdf_grad(x, loc, concentration, keep):
     return lp, d_x, -d_x, d_k
 
 
+@jitable
+def _envelope(k):
+    """e = s - 1 of Best & Fisher's wrapped-Cauchy envelope, s = (1 + rho^2) / (2 rho),
+    rho = (tau - sqrt(2 tau)) / (2 k), tau = 1 + sqrt(1 + 4 k^2), as
+    e = (1 - rho)^2 / (2 rho) without cancellation: for k <= 1,
+    rho = 2 k tau / ((sqrt(1 + 4 k^2) + 1) (tau + sqrt(2 tau))); for k > 1
+    (rho near 1), 1 - rho = (sqrt(2 tau) - 1 - 1 / (sqrt(1 + 4 k^2) + 2 k)) / (2 k)."""
+    root = math.sqrt(1.0 + 4.0 * k * k) if k < 1e150 else 2.0 * k
+    tau = 1.0 + root
+    if k <= 1.0:
+        rho = 2.0 * k * tau / ((root + 1.0) * (tau + math.sqrt(2.0 * tau)))
+        one_minus_rho = 1.0 - rho
+    else:
+        one_minus_rho = (math.sqrt(2.0 * tau) - 1.0 - 1.0 / (root + 2.0 * k)) / (2.0 * k)
+        rho = 1.0 - one_minus_rho
+    return one_minus_rho * one_minus_rho / (2.0 * rho)
+
+
+@jitable
+def rvs(state, loc, concentration):
+    """One draw, wrapped into [-pi, pi): Best & Fisher (1979), "Efficient simulation
+    of the von Mises distribution", Applied Statistics 28(2), rejection from a
+    wrapped Cauchy. With s = 1 + e and z = cos(pi U), their f = (1 + s z) / (s + z)
+    enters as 1 - f = e (1 - z) / (1 + e + z) and k (s - f) = k e (2 + e) / (1 + e + z),
+    and acos(f) as 2 asin(sqrt((1 - f) / 2)): no cancellation for any k."""
+    k = concentration
+    e = _envelope(k)
+    while True:
+        h = 0.5 * math.pi * random.uniform(state)
+        one_minus_z = 2.0 * math.sin(h) ** 2  # z = cos(2 h), 1 -+ z without cancellation
+        ratio = e / (2.0 * math.cos(h) ** 2 + e)
+        c = k * ratio * (2.0 + e)
+        u = random.uniform_open(state)
+        if c * (2.0 - c) - u > 0.0 or math.log(c / u) + 1.0 - c >= 0.0:
+            break
+    theta = 2.0 * math.asin(min(math.sqrt(0.5 * one_minus_z * ratio), 1.0))
+    x = loc - theta if random.uniform(state) < 0.5 else loc + theta
+    if not (-math.pi <= x < math.pi):
+        x -= 2.0 * math.pi * math.floor((x + math.pi) / (2.0 * math.pi))
+    return x
+
+
 SPEC = Spec(
     name="VonMises",
     params=(Param("loc", real), Param("concentration", positive)),
@@ -76,6 +119,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -23,6 +23,7 @@ from .constraints import positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
 from .special import log_ratio
 
 # Above this v = k log(x / s), exp(v) overflows (plain Python raises) and
@@ -81,6 +82,12 @@ def logpdf_grad(x, concentration, scale, keep):
     return lp, d_x, d_k, d_s
 
 
+@jitable
+def rvs(state, concentration, scale):
+    """One draw by inversion: scale E^(1/concentration), E standard exponential."""
+    return scale * math.exp(math.log(random.exponential(state)) / concentration)
+
+
 SPEC = Spec(
     name="Weibull",
     params=(Param("concentration", positive), Param("scale", positive)),
@@ -93,6 +100,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
 )
 
 

@@ -18,6 +18,8 @@ from .constraints import nonnegative_integer, positive, unit_interval
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
+from . import random
+from . import poisson
 from .special import LOG_FLOAT_MAX, logaddexp
 
 _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated as mass 0
@@ -89,6 +91,14 @@ def logpdf_grad(x, zi, rate, keep, x_valid=False):
     return lp, 0.0, d_zi, d_rate
 
 
+@jitable
+def rvs(state, zi, rate):
+    """One draw of the mixture: 0 with probability zi, else Poisson(rate)."""
+    if random.uniform(state) < zi:
+        return 0.0
+    return poisson.rvs(state, rate)
+
+
 SPEC = Spec(
     name="ZeroInflatedPoisson",
     params=(Param("zi", unit_interval), Param("rate", positive)),
@@ -100,6 +110,7 @@ SPEC = Spec(
     ),
     logpdf=logpdf,
     logpdf_grad=logpdf_grad,
+    rvs=rvs,
     takes_x_valid=True,
 )
 
