@@ -390,3 +390,14 @@ class LogDensity:
     def source(self):
         """The generated module's source code."""
         return self._source
+
+    def __repr__(self):
+        """The model as a listing with the current data's shapes (``logdens.show``)."""
+        from logdens import show
+        return show.text(self.model, "LogDensity", self.dim,
+                         show.current_shapes(self.model, self.layout, self._arrays))
+
+    def _repr_html_(self):
+        from logdens import show
+        return show.html_table(self.model, "LogDensity", self.dim,
+                               show.current_shapes(self.model, self.layout, self._arrays))

@@ -235,6 +235,20 @@ class Model:
         copy._lengths = self._lengths.copy(copy.coords)
         return copy
 
+    def __repr__(self):
+        """The model as a listing, one line per variable (``logdens.show``)."""
+        from logdens import show
+        return show.text(self)
+
+    def _repr_html_(self):
+        from logdens import show
+        return show.html_table(self)
+
+    def to_graphviz(self):
+        """The model as a ``graphviz.Digraph`` (``logdens.graph``; needs ``pip install graphviz``)."""
+        from logdens import graph
+        return graph.to_graphviz(self)
+
     def compile(self, backend="cpu", cache_dir=None, parallel=False):
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
 
