@@ -280,8 +280,15 @@ def psis_log_weights(log_ratios):
     out = np.full(log_ratios.shape, -np.inf)
     if not finite.any():
         return out, np.inf
+    ratios = log_ratios[finite]
+    if np.ptp(ratios) <= 1e-12 * max(1.0, abs(ratios[0])):
+        # An exact approximation (q equal to p up to a constant): equal
+        # weights; the Pareto fit would divide by a zero tail spread.
+        out[finite] = -np.log(ratios.size)
+        return out, -np.inf
     # arviz_stats smooths the weights 1 / p of LOO: its argument is minus the log ratio.
-    smoothed, k = array_stats.psislw(-log_ratios[finite])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        smoothed, k = array_stats.psislw(-ratios)
     out[finite] = smoothed
     return out, float(k)
 
