@@ -51,6 +51,43 @@ LOGDENS_TOOLS = {"logdens": None, "logdens-stan": "stan", "logdens-nutpie": "nut
 FIXED_BURN = 200
 
 
+def eight_schools_centered_logdens(ld, data):
+    """Eight schools, centered: ``theta ~ Normal(mu, tau)`` (a funnel)."""
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 5))
+    tau = m.param("tau", ld.HalfCauchy(5))
+    theta = m.param("theta", ld.Normal(mu, tau), shape=8)
+    m.observe("y", ld.Normal(theta, data["sigma"]), data["y"])
+    return m
+
+
+def gaussian_data(dim=10, rho=0.5):
+    """A badly scaled, correlated Gaussian: scales 0.1 .. 10 (log-spaced),
+    correlations ``rho**|i - j|``; the model observes ``0 ~ Normal(A x, 1)``
+    with ``A = L^{-1}``, ``L L' = Sigma``."""
+    scales = np.logspace(-1, 1, dim)
+    corr = rho ** np.abs(np.subtract.outer(np.arange(dim), np.arange(dim)))
+    cov = corr * np.outer(scales, scales)
+    return {"A": np.linalg.inv(np.linalg.cholesky(cov)), "cov": cov}
+
+
+def gaussian_logdens(ld, data):
+    m = ld.Model()
+    a = m.data("A", data["A"])
+    x = m.param("x", shape=data["A"].shape[1])
+    m.observe("zero", ld.Normal(a @ x, 1.0), np.zeros(data["A"].shape[0]))
+    return m
+
+
+#: Models with a logdens builder only (nutpie samples the logdens density).
+EXTRA_MODELS = {
+    "eight_schools_centered": dict(data=bs.eight_schools_data,
+                                   logdens=eight_schools_centered_logdens,
+                                   free=("mu", "tau", "theta")),
+    "gaussian": dict(data=gaussian_data, logdens=gaussian_logdens, free=("x",)),
+}
+
+
 def _summary(tool, seed, eps, accept, n_steps, arrays, seconds):
     """One row of statistics (a dict) from a run's raw outputs."""
     import arviz_base
@@ -275,7 +312,7 @@ def mean_line(rows, tool):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="poisson", choices=list(bs.MODELS))
+    p.add_argument("--model", default="poisson", choices=list(bs.MODELS) + list(EXTRA_MODELS))
     p.add_argument("--seeds", default="1,2,3,4")
     p.add_argument("--tools", default="logdens-stan,logdens-nutpie,numpyro")
     p.add_argument("--tune", type=int, default=1000)
@@ -289,7 +326,7 @@ def main(argv=None):
     os.sched_setaffinity(0, {args.core})
     import logdens as ld
 
-    spec = bs.MODELS[args.model]
+    spec = {**bs.MODELS, **EXTRA_MODELS}[args.model]
     data = spec["data"]()
     density = spec["logdens"](ld, data).compile()
     seeds = [int(s) for s in args.seeds.split(",")]
