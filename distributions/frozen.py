@@ -135,11 +135,7 @@ class Distribution:
             float64 draws, int64 for discrete distributions; a numpy scalar
             when the shape is ``()``.
         """
-        if seed is None:
-            seed = np.random.SeedSequence().entropy
-        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise TypeError(f"{self.spec.name}.rvs: seed={seed!r}, must be a non-negative int")
-        out = self.draw(random.make_state(int(seed)), size)
+        out = self.draw(random.seeded_state(seed, f"{self.spec.name}.rvs"), size)
         return out[()] if out.ndim == 0 else out
 
     def draw(self, state, size=None):

@@ -65,6 +65,16 @@ def make_state(seed, stream=0):
     return np.array(words, dtype=np.uint64)
 
 
+def seeded_state(seed, what):
+    """``make_state(seed)`` for a user's ``seed`` (a non-negative int, or None for
+    fresh entropy from the OS); a TypeError naming ``what`` otherwise."""
+    if seed is None:
+        seed = np.random.SeedSequence().entropy
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TypeError(f"{what}: seed={seed!r}, must be a non-negative int")
+    return make_state(int(seed))
+
+
 @jitable
 def next_uint64(state):
     """Advance ``state`` in place and return the next 64-bit output.

@@ -21,11 +21,17 @@ _SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace", "pathfinder", "ad
                          "pointwise_log_likelihood")
 
 
+_PREDICTIVE = ("sample_prior_predictive", "sample_posterior_predictive")
+
+
 def __getattr__(name):
     """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
-    ``ld.advi``, ``ld.pointwise_log_likelihood``:
-    the samplers' entry points, imported on first use (the samplers package
-    loads ArviZ and its own kernels)."""
+    ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.sample_prior_predictive``,
+    ``ld.sample_posterior_predictive``: imported on first use (they load ArviZ,
+    the samplers their own kernels too)."""
+    if name in _PREDICTIVE:  # imports ArviZ on first use, as the samplers do
+        from logdens import predictive
+        return getattr(predictive, name)
     if name in _SAMPLER_ENTRY_POINTS:
         from logdens import samplers
         return getattr(samplers, name)
