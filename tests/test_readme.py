@@ -1,7 +1,8 @@
-"""The README's set-up commands are the ones CI and users run."""
+"""The README: its set-up commands are the ones CI and users run, its examples run as written."""
 
 import pathlib
 import re
+import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -15,3 +16,34 @@ def test_readme_has_exactly_two_setup_commands():
         'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" && .venv/bin/python -m pytest -q',
     ]
     assert 'grep -m1 -F \'pip install -e ".[test]"\' README.md' in (ROOT / ".ci" / "run").read_text()
+
+
+def _python_blocks(section):
+    """The ```python blocks of README section ``section``, in order."""
+    readme = (ROOT / "README.md").read_text()
+    text = readme.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return [textwrap.dedent(block) for block in re.findall(r"```python\n(.*?)\n\s*```", text, re.S)]
+
+
+def test_the_pymc_section_runs_as_written(capsys):
+    """Every call the section shows exists and gives what its comments say."""
+    first, predictions = _python_blocks("Coming from PyMC or NumPyro")
+    namespace = {}
+    exec(compile(first, "README.md", "exec"), namespace)
+    assert "z[8]     ~ Normal(0, 1)" in capsys.readouterr().out
+    assert set(namespace["prior"].children) == {"prior", "prior_predictive", "observed_data"}
+    assert "posterior_predictive" in namespace["idata"].children
+    assert namespace["idata"].posterior_predictive["y"].dims == ("chain", "draw", "school")
+    for name in ("approx", "vi"):
+        assert namespace[name].posterior["z"].dims[-1] == "school"
+    assert namespace["draws"].shape == (1000,)
+    # the predictions snippet, on a regression whose data it replaces
+    ld, np = namespace["ld"], namespace["np"]
+    m = ld.Model()
+    a, b = m.param("a", ld.Normal(0, 1)), m.param("b", ld.Normal(0, 1))
+    mu = m.deterministic("mu", a + b * m.data("x", np.linspace(0, 1, 10)))
+    m.observe("y", ld.Normal(mu, 0.1), np.linspace(0, 1, 10))
+    density = m.compile()
+    idata = ld.pathfinder(density, seed=0)
+    exec(compile(predictions, "README.md", "exec"),
+         {"ld": ld, "np": np, "density": density, "idata": idata, "x_new": np.array([2.0, 3.0])})
