@@ -148,11 +148,17 @@ def _relative_change(old, new):
     return abs((old - new) / new)
 
 
+#: Frames from :func:`_stop_reason` up to the caller of :func:`advi`
+#: (``_stop_reason`` < ``sga`` < ``fit_advi`` < ``advi`` < caller).
+_CALLER_STACKLEVEL = 5
+
+
 def _stop_reason(changes, iteration, eval_elbo, tol_rel_obj, warned):
     """Stan's tests on the buffer of relative changes: (converged, message).
 
     The first time the changes look like divergence a warning is given and
-    ``warned`` (a one-element list) is set (Stan prints it at every test)."""
+    ``warned`` (a one-element list) is set (Stan prints it at every test);
+    it points at the caller of :func:`advi`."""
     mean, median = float(np.mean(changes)), float(np.median(changes))
     if mean < tol_rel_obj:
         return True, f"mean relative ELBO change {mean:.3g} < tol_rel_obj={tol_rel_obj}"
@@ -162,7 +168,8 @@ def _stop_reason(changes, iteration, eval_elbo, tol_rel_obj, warned):
         warned.append(True)
         warnings.warn(f"advi: relative ELBO change (mean {mean:.3g}, median {median:.3g}) "
                       f"above {DIVERGING_REL_CHANGE} at iteration {iteration}: the "
-                      "optimization may be diverging", SamplerWarning, stacklevel=4)
+                      "optimization may be diverging", SamplerWarning,
+                      stacklevel=_CALLER_STACKLEVEL)
     return False, ""
 
 
@@ -257,6 +264,20 @@ def _check(method, draws, max_iters, eval_elbo, grad_samples, elbo_samples, adap
         raise ValueError(f"eta={eta!r}; must be a finite number > 0, or None to search")
 
 
+def _check_init(init, dim):
+    """``init`` as a float vector of length ``dim``, or None.
+
+    Checked before anything runs: the compiled log density reads ``dim``
+    coordinates whatever the length of the array it is given.
+    """
+    if init is None:
+        return None
+    start = np.asarray(init, dtype=np.float64)
+    if start.shape != (dim,):
+        raise ValueError(f"init has shape {start.shape}; expected ({dim},)")
+    return start
+
+
 def advi(model, method="meanfield", draws=1000, seed=0, max_iters=10000, tol_rel_obj=0.01,
          eta=None, eval_elbo=100, grad_samples=1, elbo_samples=100, adapt_iters=50, init=None,
          progress=True, log_likelihood=True, log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
@@ -284,7 +305,7 @@ def advi(model, method="meanfield", draws=1000, seed=0, max_iters=10000, tol_rel
         Draws per gradient estimate and per ELBO estimate.
     adapt_iters : int
         Iterations per candidate of the step-size search.
-    init : array_like, optional
+    init : array_like of shape (dim,), optional
         Unconstrained start of ``q``'s mean; default uniform(-2, 2).
     progress : bool
         Show a tqdm progress bar.
@@ -304,6 +325,7 @@ def advi(model, method="meanfield", draws=1000, seed=0, max_iters=10000, tol_rel
            tol_rel_obj, eta)
     log_density = resolve(model)
     dim = dimension(log_density)
+    init = _check_init(init, dim)
     fullrank = method == "fullrank"
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)
