@@ -400,7 +400,9 @@ class Lowering:
 
     # ----- terms --------------------------------------------------------
     def term(self, term, keep, mode):
-        """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``."""
+        """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``;
+        "gradient" adds nothing (the gradient alone: numba then drops the
+        arithmetic that only the value needs)."""
         lines = self._term(term, keep, mode)
         self.touched |= term.params_read()
         return lines
@@ -621,7 +623,8 @@ class Lowering:
     def _term_value(self, term, keep, loop, outer, mode):
         if term.dist is None:
             var = self.value(term.value, loop, outer, loop.index)
-            loop.forward.append(f"{self.lp} += {var}")
+            if mode == "lp":
+                loop.forward.append(f"{self.lp} += {var}")
             return var
         args = [self.value(a, loop, outer, loop.index) for a in term.args]
         module = module_alias(term.dist.spec)
@@ -631,7 +634,8 @@ class Lowering:
         if mode == "pointwise":  # the summands ``keep`` selects, row by row
             loop.forward.append(f"{self._element('out', loop, loop.index)} = {result}[0]")
             return None
-        loop.forward.append(f"{self.lp} += {result}[0]")
+        if mode == "lp":
+            loop.forward.append(f"{self.lp} += {result}[0]")
         self.term_args = args
         return result
 

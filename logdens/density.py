@@ -9,6 +9,8 @@ The protocol every sampler relies on, written down once:
   comes with a finite gradient: where a gradient entry overflows (far in a
   tail, below lp = -1e150 in our sweeps) ``log_density_gradient`` rejects the
   point with ``-inf``, while ``log_density`` keeps its finite value.
+- ``gradient(theta)`` is the gradient without the value (cheaper; see its
+  docstring): there nothing is rejected.
 - Returned arrays belong to the caller, except ``out`` arguments, which are
   filled in place and returned.
 - ``numba_entry`` is ``(function, fdata, idata)``: ``function(theta, grad,
@@ -211,6 +213,18 @@ class LogDensity:
         else:
             lp = self._core(theta, grad, self.fdata, self.idata, jacobian)
         return (lp if propto else self._with_constant(lp, theta)), grad
+
+    def gradient(self, theta, jacobian=True, out=None):
+        """The gradient of the log density alone, for callers that need no value
+        (stochastic gradient methods, per-step updates): the value's own
+        arithmetic is left out (a Poisson term's ``log(rate)``). Without the
+        value nothing can be rejected: where ``log_density`` is ``-inf`` the
+        entries are unspecified, and they may be non-finite where
+        ``log_density_gradient`` would reject the point."""
+        theta = _vector(theta, self.dim)
+        grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
+        self._module.gradient(theta, grad, self.fdata, self.idata, jacobian)
+        return grad
 
     def log_density_gradient_batch(self, thetas, propto=True, jacobian=True):
         """Log densities ``(K,)`` and gradients ``(K, dim)`` of the rows of ``thetas``."""

@@ -23,6 +23,10 @@ lowering (``logdens.codegen``):
     the log density alone.
 ``batch(thetas, lps, grads, fdata, idata, jacobian)``
     ``core`` over the rows of ``thetas`` (many chains in one call).
+``gradient(theta, grad, fdata, idata, jacobian)``
+    ``core``'s gradient without its value: no term adds to ``lp``, so numba
+    drops the arithmetic only the value needs (the ``log`` of a Poisson
+    term's ``x log(rate) - rate``); compiled on first use.
 ``constants(theta, fdata, idata)``
     the summands ``core`` drops (their arguments are all fixed, so any
     ``theta`` with a finite log density gives the same value); computed at
@@ -104,18 +108,21 @@ def _event_reverse(layout):
             for p in layout.params.values() if p.transform.event]
 
 
-def _jacobian(layout, gradient):
-    """Lines adding log|J| of every transform (and its derivative) under ``if jacobian:``."""
+def _jacobian(layout, gradient, value=True):
+    """Lines adding log|J| of every transform (and, with ``gradient``, its
+    derivative; without ``value``, only that) under ``if jacobian:``."""
     lines = []
     for p in layout.params.values():
         if p.transform.identity:
             continue
         if p.transform.event:  # its gradient is added by the reverse sweep
-            lines.append(f"lp += lj_{p.ident}")
+            lines += [f"lp += lj_{p.ident}"] if value else []
             continue
         col = f"{p.offset}" if p.shape == () else f"{p.offset} + k"
-        value, derivative = p.transform.emit_log_jacobian(f"theta[{col}]")
-        body = [f"lp += {value}"] + ([f"grad[{col}] += {derivative}"] if gradient else [])
+        log_j, derivative = p.transform.emit_log_jacobian(f"theta[{col}]")
+        body = ([f"lp += {log_j}"] if value else []) + ([f"grad[{col}] += {derivative}"] if gradient else [])
+        if not body:
+            continue
         lines += body if p.shape == () else [f"for k in range({p.size}):"] + indent(body)
     return ["if jacobian:"] + indent(lines) if lines else []
 
@@ -242,6 +249,12 @@ def _gradient_functions(model, layout, blocks):
     out += _function("def batch(thetas, lps, grads, fdata, idata, jacobian):",
                      ["for k in range(thetas.shape[0]):",
                       "    lps[k] = core(thetas[k], grads[k], fdata, idata, jacobian)"])
+    only = Lowering(layout, gradient=True, target=grad_target, blocks=blocks)
+    only.assign_first, only.terms = True, model.terms
+    terms = _terms(only, model, mode="gradient")
+    out += _function("def gradient(theta, grad, fdata, idata, jacobian):",
+                     _prologue(layout, only) + _zero_unassigned(layout, only.assigned) + terms
+                     + _event_reverse(layout) + _jacobian(layout, True, value=False))
     return out
 
 

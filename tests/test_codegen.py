@@ -72,6 +72,12 @@ def test_random_models(data):
     lp_py, grad_py = twin.log_density_gradient(theta)
     assert lp_py == pytest.approx(lp, rel=1e-12)
     np.testing.assert_allclose(grad_py, grad, rtol=1e-10, atol=1e-12)
+    # the gradient alone: the same arithmetic less the value's (rtol 1e-13 for
+    # a loop that LLVM may vectorize differently once lp is gone)
+    for alone, want in ((density.gradient(theta), grad), (twin.gradient(theta), grad_py),
+                        (density.gradient(theta, jacobian=False),
+                         density.log_density_gradient(theta, jacobian=False)[1])):
+        np.testing.assert_allclose(alone, want, rtol=1e-13, atol=1e-13 * np.max(np.abs(want)))
     rows = per_sample_rows(density, theta, "y")  # sparse rows equal to dense ones
     assert np.all(np.isfinite(rows))
 

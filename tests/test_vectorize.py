@@ -145,9 +145,10 @@ def hallmarks(ir):
     return found
 
 
-def _generated_functions(name, model, directory):
-    """``value`` and ``logp_grad`` of ``model``'s generated source, imported from
-    ``directory`` without numba's disk cache (compiled here, cached nowhere) and typed."""
+def _generated_functions(name, model, directory, functions=("value", "logp_grad")):
+    """``functions`` of ``model``'s generated source (of ``value``, ``logp_grad`` and
+    ``gradient``), imported from ``directory`` without numba's disk cache (compiled
+    here, cached nowhere) and typed."""
     import importlib.util
     path = os.path.join(directory, f"generated_{name}.py")
     with open(path, "w") as f:
@@ -159,7 +160,9 @@ def _generated_functions(name, model, directory):
     module.value.compile(f"float64({array}, boolean)")
     if not module.logp_grad.signatures:
         module.logp_grad.compile(f"float64(float64[::1], {array})")
-    return {name: getattr(module, name) for name in ("value", "logp_grad")}
+    if "gradient" in functions:
+        module.gradient.compile(f"(float64[::1], {array}, boolean)")
+    return {name: getattr(module, name) for name in functions}
 
 
 def report():
@@ -233,3 +236,16 @@ def test_a_scalar_loop_is_reported():
     assert marks == {}
     assert check({"poisson": {"value": marks}}, 2) == ["poisson.value: div (found {})",
                                                      "poisson.value: log (found {})"]
+
+
+def test_the_gradient_alone_drops_the_values_log(tmp_path):
+    """Poisson's summand x log(rate) - rate has the partial x / rate - 1: the
+    generated ``gradient`` (no term adds to lp) keeps the division, vectorized,
+    and has no ``vmath.log`` left anywhere, while ``logp_grad`` has both."""
+    functions = _generated_functions("poisson", _models()["poisson"], str(tmp_path),
+                                     ("logp_grad", "gradient"))
+    ir = {f: d.inspect_llvm(d.signatures[0]) for f, d in functions.items()}
+    min_width = _min_width(os.environ.get("NUMBA_CPU_NAME", "host"))
+    assert hallmarks(ir["gradient"]).get("div", 0) >= min_width
+    assert {"log", "div"} <= set(hallmarks(ir["logp_grad"]))
+    assert not re.search(r"= lshr [^\n]*\b52\b", ir["gradient"])
