@@ -42,6 +42,8 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from typing import Callable, Dict, NamedTuple  # noqa: E402
 
+from machine import cpu_model  # noqa: E402
+
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy  # noqa: E402
@@ -526,23 +528,6 @@ def bench(case, n, seed, min_time):
         "scipy": lambda: case.scipy(x, **p),
         "numpy": lambda: case.numpy(x, **p),
     }, min_time)
-
-
-def cpu_model():
-    """The CPU's model name and its widest vector extensions, from /proc/cpuinfo."""
-    model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    simd = [ext for ext in ("avx2", "fma", "avx512f") if ext in flags]
-                    return f"{model} [{' '.join(simd)}]"
-    except OSError:
-        pass
-    return model
 
 
 def pin_one_core():
