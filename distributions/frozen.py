@@ -95,7 +95,15 @@ class Distribution:
         return (x,) + tuple(self.params[n] for n in self.spec.param_names)
 
     def logpdf(self, x):
-        """Normalized log density (log mass if discrete) at ``x``; ``-inf`` outside the support."""
+        """Normalized log density (log mass if discrete) at ``x``; ``-inf`` outside the support.
+
+        When ``x`` or a parameter is a model expression, the result is the
+        expression of this log density (built by the expression's
+        ``logpdf_expression``: this package knows nothing of models).
+        """
+        symbolic = next((v for v in (x, *self.params.values()) if hasattr(v, "logpdf_expression")), None)
+        if symbolic is not None:
+            return symbolic.logpdf_expression(self, x)
         out = vectorize.logpdf(self.spec, self._arrays(x))
         return out[()] if out.ndim == 0 else out
 

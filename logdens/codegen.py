@@ -205,6 +205,18 @@ class Lowering:
         return lambda a, b: [line for child, arg, d in zip(node.children, args, partials)
                              for line in self._push(child, arg, times(a, d), b)]
 
+    def _value_logpdf(self, node, var, block, outer, index):
+        """``dist.logpdf(x)``: the kernel with every summand kept (inside an
+        expression no constant may go), each argument's adjoint the node's
+        times the kernel's partial."""
+        args = [self.value(c, block, outer, index) for c in node.children]
+        result = self.fresh("r")
+        block.forward.append(f"{result} = {module_alias(node.spec)}.logpdf_grad({', '.join(args)}, "
+                             f"{node.spec.keep_all!r})")
+        block.forward.append(f"{var} = {result}[0]  # {node.label()}")
+        return lambda a, b: [line for j, (child, arg) in enumerate(zip(node.children, args))
+                             for line in self._push(child, arg, times(a, f"{result}[{j + 1}]"), b)]
+
     def _value_gather(self, node, var, block, outer, index):
         source, idx = node.children
         k = self.fresh("k")
@@ -291,6 +303,14 @@ class Lowering:
         k = self.fresh("k")
         row = self.rows.plate(index) if self._row_aligned(block, index) else index
         block.forward.append(f"{k} = {node.start} + {node.step} * {row}")
+        child = self.value(node.children[0], block, outer, k)
+        block.forward.append(f"{var} = {child}  # {node.label()}")
+        return lambda a, b: self._push(node.children[0], child, a, b)
+
+    def _value_element(self, node, var, block, outer, index):
+        """``source[k]``: a scalar, so computed once in ``outer`` (see ``value``)."""
+        k = self.fresh("k")
+        block.forward.append(f"{k} = {node.position}")
         child = self.value(node.children[0], block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(node.children[0], child, a, b)
@@ -656,5 +676,6 @@ def _chunkable(term):
 VALUE_RULES = {
     ex.Param: Lowering._value_param, ex.Data: Lowering._value_data, ex.Unary: Lowering._value_elementwise,
     ex.Binary: Lowering._value_elementwise, ex.Gather: Lowering._value_gather, ex.Slice: Lowering._value_slice,
-    ex.MatVec: Lowering._value_product, ex.Sum: Lowering._value_sum,
+    ex.MatVec: Lowering._value_product, ex.Sum: Lowering._value_sum, ex.LogPdf: Lowering._value_logpdf,
+    ex.Element: Lowering._value_element,
 }

@@ -4,7 +4,8 @@ An expression is a DAG over parameters, data and constants. Elementwise
 operations broadcast like numpy over 1-D plates; ``a[idx]`` gathers by an
 integer data array, ``X @ beta`` multiplies a data matrix by a parameter
 vector row by row, ``ld.sum`` reduces to a scalar, and constant slices select
-a strided part of a vector. The engine lowers these nodes to fused loops; the
+a strided part of a vector, and ``dist.logpdf(x)`` of any distribution is an
+elementwise node too. The engine lowers these nodes to fused loops; the
 numpy interpreter in ``logdens.evaluate`` computes them directly.
 """
 
@@ -103,6 +104,8 @@ class Expr:
     def __getitem__(self, index):
         if isinstance(index, slice):
             return Slice(self, index)
+        if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
+            return Element(self, int(index))
         index = as_expr(index)
         if not isinstance(index, Data) or not index.integer:
             raise ModelError(f"index of {self.label()} must be an integer data array (m.data(...)) "
@@ -136,6 +139,11 @@ class Expr:
 
     def depends_on_params(self):
         return any(isinstance(leaf, Param) for leaf in self.leaves())
+
+    def logpdf_expression(self, dist, x):
+        """``dist.logpdf(x)`` when ``x`` or a parameter of ``dist`` is an expression
+        (the distributions call this; they know nothing of models)."""
+        return LogPdf(dist.spec, [as_expr(x)] + [as_expr(v) for v in dist.params.values()])
 
 
 class Param(Expr):
@@ -241,6 +249,22 @@ class Slice(Expr):
         return f"{children[0]}[{self.start}:{self.stop}:{self.step}]"
 
 
+class Element(Expr):
+    """``source[k]`` with a constant integer ``k`` (negative counts from the end): a scalar."""
+
+    def __init__(self, source, position):
+        if source.ndim != 1:
+            raise ModelError(f"{source.label()}[{position}]: only vectors can be indexed")
+        n = source.shape[0]
+        if not -n <= position < n:
+            raise ModelError(f"{source.label()}[{position}]: index {position} is out of bounds for "
+                             f"length {n}")
+        self.children, self.position = (source,), position % n
+
+    def _format(self, children):
+        return f"{children[0]}[{self.position}]"
+
+
 class MatVec(Expr):
     """``X @ beta``: a data matrix (n, d) times a parameter vector (d,), row by row."""
 
@@ -267,6 +291,20 @@ class Sum(Expr):
 
     def _format(self, children):
         return f"sum({children[0]})"
+
+
+class LogPdf(Expr):
+    """A distribution's normalized log density at each element: ``ld.Normal(mu,
+    s).logpdf(y)`` inside a model, for mixtures and hand-written likelihoods.
+    ``children`` are the kernel's arguments ``(x, *params)``, broadcast
+    elementwise."""
+
+    def __init__(self, spec, args):
+        self.spec, self.children = spec, tuple(args)
+        self.shape = plate_shape(self.children, lambda: f"{spec.name}.logpdf")
+
+    def _format(self, children):
+        return f"{self.spec.name}({', '.join(children[1:])}).logpdf({children[0]})"
 
 
 def nodes(root, stop=None):

@@ -12,6 +12,7 @@ The access kinds below say how a node reads a child in each row of its plate.
 import numpy as np
 
 from logdens import expr as ex
+from logdens.distributions import vectorize
 from logdens.distributions.frozen import _first_violation
 from logdens.expr import ModelError
 from logdens.ops import OPS
@@ -52,6 +53,10 @@ class Rule:
         """The numpy value of ``node``; ``args`` are its children's values (see
         ``logdens.evaluate``)."""
         raise NotImplementedError
+
+    def kernel_spec(self, node):
+        """The distribution whose kernel the node's code calls (None: none)."""
+        return None
 
     def length(self, node, below, ctx):
         """The run-time plate length of ``node`` (None for a scalar), checking what
@@ -113,6 +118,16 @@ class ElementwiseRule(Rule):
         return agree(list(zip(node.children, below)), ctx.where)
 
 
+class LogPdfRule(ElementwiseRule):
+    """``dist.logpdf(x)``: the distribution's kernel at every row, all summands kept."""
+
+    def evaluate(self, node, args, values, batch):
+        return vectorize.logpdf(node.spec, [np.asarray(a, dtype=float) for a in args])
+
+    def kernel_spec(self, node):
+        return node.spec
+
+
 class GatherRule(Rule):
     """``source[index]``: per row, the source's element the index array names."""
 
@@ -148,6 +163,26 @@ class SliceRule(Rule):
                              f"{source.shape[0]} when the model was built and now has length {below[0]}; "
                              "a sliced array keeps its length")
         return node.shape[0]
+
+
+class ElementRule(Rule):
+    """``source[k]``, a constant position: a scalar read once per call."""
+
+    def reads(self, node):
+        return (WHOLE,)
+
+    def evaluate(self, node, args, values, batch):
+        value = args[0][..., node.position]
+        return value[..., None] if batch else value  # batched scalars are (n, 1)
+
+    def length(self, node, below, ctx):
+        """A vector keeps the length it was built with where an element is read (a
+        parameter always does; a data vector must)."""
+        source = node.children[0]
+        if below[0] != source.shape[0]:
+            raise ModelError(f"{ctx.where}: {node.label()} reads {source.label()}, which had length "
+                             f"{source.shape[0]} when the model was built and now has length {below[0]}")
+        return None
 
 
 class MatVecRule(Rule):
@@ -186,7 +221,8 @@ class SumRule(Rule):
 RULES = {
     ex.Param: ParamRule(), ex.Data: DataRule(), ex.Const: ConstRule(),
     ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Gather: GatherRule(),
-    ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(),
+    ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(), ex.LogPdf: LogPdfRule(),
+    ex.Element: ElementRule(),
 }
 
 

@@ -98,6 +98,11 @@ class ExprPrinter:
             return f"{self._operand(node.children[0], p)} @ {self._operand(node.children[1], p + 1)}", p
         if kind is ex.Sum:
             return f"sum({self(node.children[0])})", ATOM
+        if kind is ex.Element:
+            return f"{self._operand(node.children[0], ATOM)}[{node.position}]", ATOM
+        if kind is ex.LogPdf:
+            x, *params = (self(c) for c in node.children)
+            return f"{node.spec.name}({', '.join(params)}).logpdf({x})", ATOM
         return node.label(), ATOM  # a node type this printer does not know yet
 
     def _unary(self, node):

@@ -114,3 +114,27 @@ def test_labels_are_bounded_in_depth():
     for _ in range(10):
         x = ld.exp(x)
     assert x.label().count("exp(") == LABEL_DEPTH and "..." in x.label()
+
+
+def test_logpdf_of_an_expression_is_an_expression():
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 1), shape=3)
+    y = np.array([0.5, 1.0, 2.0])
+    node = ld.Normal(mu, 2.0).logpdf(y)
+    assert node.shape == (3,) and node.depends_on_params()
+    assert ld.Poisson(ld.exp(mu)).logpmf(np.array([1, 2, 3])).shape == (3,)
+    assert ld.Normal(0.0, 1.0).logpdf(mu).shape == (3,)  # x an expression, parameters numbers
+    np.testing.assert_allclose(ld.Normal(0.0, 2.0).logpdf(y), -0.5 * (y / 2) ** 2 - np.log(2 * np.sqrt(2 * np.pi)))
+    with pytest.raises(ModelError, match=r"Normal.logpdf: array\(4,\) has length 4 but mu has length 3"):
+        ld.Normal(mu, 1.0).logpdf(np.zeros(4))
+
+
+def test_a_constant_index_is_an_element():
+    m = ld.Model()
+    b = m.param("b", shape=4)
+    assert b[0].shape == () and b[-1].position == 3 and b[np.int64(2)].position == 2
+    for bad in (4, -5):
+        with pytest.raises(ModelError, match=rf"b\[{bad}\]: index {bad} is out of bounds for length 4"):
+            b[bad]
+    with pytest.raises(ModelError, match="must be an integer data array"):
+        b[True]
