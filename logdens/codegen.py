@@ -645,6 +645,8 @@ class Lowering:
             var = self.value(term.value, loop, outer, loop.index)
             if mode == "lp":
                 loop.forward.append(f"{self.lp} += {var}")
+            elif mode == "pointwise":  # a likelihood potential, row by row
+                loop.forward.append(f"{self._element('out', loop, loop.index)} = {var}")
             return var
         args = [self.value(a, loop, outer, loop.index) for a in term.args]
         module = module_alias(term.dist.spec)

@@ -242,27 +242,28 @@ class LogDensity:
         return getattr(self._module, f"{kind}_{self.layout.term_idents[name]}")
 
     def _observed(self, name):
-        term = next((t for t in self.model.terms if t.name == name and t.kind == "observe"), None)
+        term = next((t for t in self.model.terms if t.name == name and t.per_observation), None)
         if term is None:
-            observed = [t.name for t in self.model.terms if t.kind == "observe"]
-            raise KeyError(f"no observed term {name!r}; observed terms are {observed}")
+            observed = [t.name for t in self.model.terms if t.per_observation]
+            raise KeyError(f"no observed term or likelihood {name!r}; they are {observed}")
         return term
 
     def _count_observations(self):
         """Observations per observed term for the current data (checked once, in ``set_data``)."""
         counts = {}
         for term in self.model.terms:
-            if term.kind == "observe":
+            if term.per_observation:
                 lengths = [validate.length(a, self._arrays, self.layout, "") for a in term.args]
                 counts[term.name] = max((n for n in lengths if n is not None), default=1)
         return counts
 
     def pointwise_log_likelihood(self, theta):
-        """Per-observation log-likelihood (normalized) of every observed term, by name."""
+        """Per-observation log-likelihood (normalized) of every observed term and
+        likelihood potential, by name."""
         theta = _vector(theta, self.dim)
         out = {}
         for term in self.model.terms:
-            if term.kind == "observe":
+            if term.per_observation:
                 values = np.empty(self._n_obs[term.name])
                 self._function("pointwise", term.name)(theta, *self._row_data, values, False)
                 dropped = self._dropped_summands(term.name, theta)

@@ -158,6 +158,7 @@ def current_sizes(model, layout, arrays):
         elif name in model.deterministics:
             sizes.append((f"deterministic {name!r}", dims, shape_of(model.deterministics[name])))
         else:  # an observed term whose value is a data expression
-            term = next(t for t in model.terms if t.name == name and t.kind == "observe")
-            sizes.append((f"observe {name!r}", dims, shape_of(term.value)))
+            term = next(t for t in model.terms if t.name == name and t.per_observation)
+            sizes.append((f"{'observe' if term.kind == 'observe' else 'potential'} {name!r}", dims,
+                          shape_of(term.value)))
     return sizes

@@ -197,7 +197,7 @@ def generate_source(model, layout, blocks=True):
     out += _c_entry(layout)
     out += _value_functions(model, layout, blocks)
     for term in model.terms:
-        if term.kind == "observe":
+        if term.per_observation:
             out += _observed_functions(model, layout, term, blocks)
     return "\n".join(out) + "\n"
 

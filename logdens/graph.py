@@ -74,7 +74,7 @@ def variables(model):
         if term.kind == "observe":
             out.append((term.name, "observed", term.dist.spec.name, term.value.shape,
                         parents(term.args, term.name)))
-        elif term.kind == "potential":
+        elif term.kind in ("potential", "likelihood"):
             out.append((term.name, "potential", "Potential", (), parents([term.value], term.name)))
     return out
 

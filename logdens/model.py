@@ -20,8 +20,9 @@ class Term(NamedTuple):
     """One summand of the model's log density.
 
     ``kind`` is ``"prior"`` (value is a parameter), ``"observe"`` (value is
-    data) or ``"potential"`` (``dist`` is None and ``value`` is a scalar
-    expression added as it is).
+    data), ``"potential"`` (``dist`` is None and ``value`` is a scalar
+    expression added as it is) or ``"likelihood"`` (a potential whose
+    elements are per-observation log-likelihoods, summed).
     """
 
     name: str
@@ -29,6 +30,12 @@ class Term(NamedTuple):
     dist: Optional[Distribution]
     value: Expr
     args: Tuple[Expr, ...]  # (x, *params) in kernel argument order; (value,) for a potential
+
+    @property
+    def per_observation(self):
+        """Whether the term's rows are observations: it has a pointwise
+        log-likelihood and per-sample gradients."""
+        return self.kind in ("observe", "likelihood")
 
     def params_read(self):
         """Names of the parameters the term's arguments read."""
@@ -188,14 +195,26 @@ class Model:
             self._lengths.record(what, dims, shape)
             self.dims[name] = dims
 
-    def potential(self, name, expr):
-        """Add a scalar expression to the log density (any function of parameters)."""
+    def potential(self, name, expr, observed=False, dims=None):
+        """Add an expression to the log density (any function of parameters).
+
+        A potential is a scalar. With ``observed=True`` it is a hand-written
+        likelihood: a vector with one log-likelihood per observation (or a
+        scalar, one observation), summed into the log density and, like an
+        observed term, in ``pointwise_log_likelihood`` (hence the
+        ``log_likelihood`` group and LOO) and ``per_sample_gradient``;
+        ``dims`` name its axis there.
+        """
+        what = f"potential {name!r}"
+        expr, dims = as_expr(expr), dimensions.as_dims(dims, what)
+        if not observed and (expr.shape != () or dims is not None):
+            raise ModelError(f"{what}: must be a scalar expression, got shape {expr.shape}; use "
+                             "ld.sum(...), or observed=True for one log-likelihood per observation")
+        self._check_own(expr, what)
+        self._lengths.check(what, dims, expr.shape)
         self._claim(name, "potential")
-        expr = as_expr(expr)
-        if expr.shape != ():
-            raise ModelError(f"potential {name!r}: must be a scalar expression, got shape {expr.shape}; "
-                             "use ld.sum(...)")
-        self._add_term(make_term(name, "potential", None, expr))
+        self._add_term(make_term(name, "likelihood" if observed else "potential", None, expr))
+        self._set_dims(name, what, dims, expr.shape)
 
     def _add_term(self, term, dims=None):
         """Append ``term``; ``dims`` (of an observed term) must name the axes of its plate."""

@@ -187,8 +187,9 @@ def rows(model, shapes=None):
             what = "observed" if own else f"observed {printer(value)}"
             out.append((term.name, shapes.get(term.name, value.shape), "~", distribution(term),
                         notes(term.name, what)))
-        elif term.kind == "potential":
-            out.append((term.name, (), "=", printer(term.value, top=True), "potential"))
+        elif term.kind in ("potential", "likelihood"):
+            out.append((term.name, shapes.get(term.name, term.value.shape), "=",
+                        printer(term.value, top=True), notes(term.name, term.kind)))
     return out
 
 
@@ -203,7 +204,7 @@ def current_shapes(model, layout, arrays):
 
     shapes = {name: arrays[name].shape for name in model.data_nodes}
     shapes.update({name: shape(e) for name, e in model.deterministics.items()})
-    shapes.update({t.name: shape(t.value) for t in model.terms if t.kind == "observe"})
+    shapes.update({t.name: shape(t.value) for t in model.terms if t.per_observation})
     return shapes
 
 
