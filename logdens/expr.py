@@ -354,7 +354,7 @@ def _function(op):
 #: operator writes. They are names of this module (``logdens`` exports them).
 FUNCTIONS = {op.name: _function(op) for op in OPS.values() if op.symbol is None}
 globals().update(FUNCTIONS)
-inv_logit = FUNCTIONS["logistic"]
+inv_logit = sigmoid = FUNCTIONS["logistic"]
 
 
 def sum(x):

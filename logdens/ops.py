@@ -54,6 +54,11 @@ OPS = {op.name: op for op in (
     Op("log_logistic", 1, sp.log_expit, "special.log_logistic({0})", ("special.logistic(-{0})",)),
     Op("softplus", 1, _softplus, "special.log1pexp({0})", ("special.logistic({0})",)),
     Op("tanh", 1, np.tanh, "math.tanh({0})", ("(1.0 - {v} * {v})",)),
+    Op("sin", 1, np.sin, "math.sin({0})", ("math.cos({0})",)),
+    Op("cos", 1, np.cos, "math.cos({0})", ("-math.sin({0})",)),
+    # max and a comparison select without a branch, so loops over them vectorize;
+    # the derivative at 0 is 0 (the subgradient PyTorch and JAX use)
+    Op("relu", 1, lambda x: np.maximum(x, 0.0), "max({0}, 0.0)", ("(1.0 if {0} > 0.0 else 0.0)",)),
     Op("lgamma", 1, sp.gammaln, "math.lgamma({0})", ("special.digamma({0})",)),
     Op("digamma", 1, sp.digamma, "special.digamma({0})", ("special.trigamma({0})",)),
     # d erf(x) / dx = 2 / sqrt(pi) * exp(-x^2)

@@ -19,7 +19,7 @@ RNG = np.random.default_rng(0)
 DATA = {"x": RNG.normal(size=N), "idx": RNG.integers(0, K, size=N), "X": RNG.normal(size=(N, D)),
         "y": RNG.normal(size=N)}
 
-UNARY = [ld.tanh, ld.logistic, ld.softplus, ld.square, ld.erf, ld.log_logistic, lambda e: -e,
+UNARY = [ld.tanh, ld.logistic, ld.softplus, ld.square, ld.erf, ld.log_logistic, lambda e: -e, ld.sin, ld.cos,
          lambda e: ld.exp(ld.tanh(e)), lambda e: ld.log1p(ld.square(e)), lambda e: ld.sqrt(1.0 + ld.square(e))]
 BINARY = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
           lambda a, b: a / (1.0 + ld.square(b)), ld.logaddexp,
