@@ -145,6 +145,18 @@ def dimension(log_density):
     return dim
 
 
+def dropped_constant(log_density, theta):
+    """The summands ``propto=True`` leaves out of the log density (they depend on
+    the data only, so one point of finite density gives them): from BridgeStan's
+    ``log_density(theta, propto=)`` where the log density has it, else 0 (its
+    values are taken as they are), and 0 where a value is not finite."""
+    value = getattr(log_density, "log_density", None)
+    if not callable(value):
+        return 0.0
+    full, kept = value(theta, propto=False), value(theta)
+    return float(full - kept) if np.isfinite(full) and np.isfinite(kept) else 0.0
+
+
 def numba_entry(log_density):
     """Return the numba entry of ``log_density``, or None for an external one."""
     entry = getattr(log_density, "numba_entry", None)
