@@ -9,7 +9,8 @@ adaptation from draws and gradients").  The schedule is nuts-rs's
 ``GlobalStrategy``, written anew here:
 
 - before the first draw the inverse metric is ``1 / |grad|`` at the initial
-  point, and both estimators hold that point;
+  point (or a given one, such as Pathfinder's variances), and both
+  estimators hold that point;
 - every warmup draw that moved the chain enters two estimators, the
   *foreground* one that sets the metric (after every draw, once it holds 3
   draws) and the *background* one; at a *switch* the background becomes
@@ -111,6 +112,21 @@ def grad_var_switch(moments, counts):
 
 
 @compiled
+def grad_var_start(moments, counts, q, g, window):
+    """Start the estimators at the initial point; the metric is left as it is.
+
+    Alone (without :func:`grad_var_init`) when the metric was given, as by
+    ``nuts(init="pathfinder")``: the given one serves until the first
+    estimate, as ``1 / |g|`` does otherwise.
+    """
+    for r in range(N_MOMENTS):
+        for i in range(moments.shape[1]):
+            moments[r, i] = 0.0
+    counts[FG_N], counts[BG_N], counts[WINDOW], counts[CHANGED] = 0, 0, window, 0
+    grad_var_update(moments, counts, q, g)
+
+
+@compiled
 def grad_var_init(moments, counts, q, g, inv_diag, window):
     """Start the estimators at the initial point; inverse metric ``1 / |g|``.
 
@@ -118,11 +134,7 @@ def grad_var_init(moments, counts, q, g, inv_diag, window):
     would set ``1e20`` for a zero gradient, a metric the step-size heuristic
     then has to fight until the first estimate).
     """
-    for r in range(N_MOMENTS):
-        for i in range(moments.shape[1]):
-            moments[r, i] = 0.0
-    counts[FG_N], counts[BG_N], counts[WINDOW], counts[CHANGED] = 0, 0, window, 0
-    grad_var_update(moments, counts, q, g)
+    grad_var_start(moments, counts, q, g, window)
     for i in range(g.shape[0]):
         a = abs(g[i])
         inv_diag[i] = min(max(1.0 / a, VAR_MIN), VAR_MAX) if 0.0 < a < np.inf else 1.0

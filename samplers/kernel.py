@@ -30,7 +30,7 @@ from .mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
     welford_diag_final, welford_diag_init, welford_diag_update)
-from .grad_adaptation import grad_adaptation_update, grad_var_init
+from .grad_adaptation import grad_adaptation_update, grad_var_init, grad_var_start
 from .metric import Metric, set_inverse_metric_dense
 from .protocol import ENTRY_TYPE
 from .static_hmc import hmc_transition
@@ -49,9 +49,11 @@ NUTS, HMC = 0, 1
 #: Layout of the per-chain scalar array.
 LP, STEP, DA_COUNTER, DA_S_BAR, DA_X_BAR, DA_MU, DA_X, N_SCALARS = range(8)
 #: Layout of the integer configuration array: the nutpie warmup's phases
-#: and windows follow ``ADAPT`` (see :mod:`samplers.grad_adaptation`).
+#: and windows follow ``ADAPT`` (see :mod:`samplers.grad_adaptation`);
+#: ``METRIC_GIVEN`` is 1 when the chains' initial metric was given (nutpie's
+#: warmup then keeps it until its first estimate instead of ``1 / |grad|``).
 (KIND, MAX_DEPTH, NUM_STEPS, N_TUNE, DENSE, ADAPT, EARLY_END, FINAL_START, EARLY_FREQ,
- SWITCH_FREQ, N_ICONF) = range(11)
+ SWITCH_FREQ, METRIC_GIVEN, N_ICONF) = range(12)
 #: Layout of the float configuration array.
 TARGET_ACCEPT, MAX_ENERGY_ERROR, WINDOW_GROWTH, N_FCONF = range(4)
 #: Warmups (``iconf[ADAPT]``): Stan's windows, nutpie's draws and gradients.
@@ -170,10 +172,15 @@ def _make_run_chunk(kind, dense):
             # Stan's services call set_mu(log(10 * stepsize)) before
             # init_stepsize runs: the first window shrinks toward ten times
             # the *given* step size (1 by default); later restarts use the
-            # heuristic's result.  nutpie starts from the metric 1/|grad|.
+            # heuristic's result.  nutpie starts from the metric 1/|grad|,
+            # unless one was given (Stan's warmup always starts from the
+            # chain's metric, the identity or the given one).
             mu = math.log(10.0 * eps)
             if nutpie and iconf[N_TUNE] > 0:
-                grad_var_init(ga_moments, ga_counts, q, g, inv_diag, iconf[SWITCH_FREQ])
+                if iconf[METRIC_GIVEN]:
+                    grad_var_start(ga_moments, ga_counts, q, g, iconf[SWITCH_FREQ])
+                else:
+                    grad_var_init(ga_moments, ga_counts, q, g, inv_diag, iconf[SWITCH_FREQ])
             eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
             da = DualAveragingState(0.0, 0.0, 0.0, mu, math.log(eps))
             if nutpie:

@@ -55,8 +55,30 @@ def identity_metric(dim, dense):
     -------
     Metric
     """
-    n = dim if dense else 1
-    return Metric(np.ones(dim), np.eye(n), np.eye(n), bool(dense))
+    return diagonal_metric(np.ones(dim), dense)
+
+
+def diagonal_metric(inv_diag, dense):
+    """Return the metric whose inverse is ``diag(inv_diag)`` (fresh arrays).
+
+    An initial metric from outside warmup, such as Pathfinder's variances
+    (``nuts(init="pathfinder")``).  For a dense metric the inverse is the
+    diagonal matrix and the momentum factor ``L^{-T} = diag(1 / sqrt(inv_diag))``.
+
+    Parameters
+    ----------
+    inv_diag : array_like, shape (dim,)
+        Positive and finite.
+    dense : bool
+
+    Returns
+    -------
+    Metric
+    """
+    inv_diag = np.array(inv_diag, dtype=np.float64)
+    if not dense:
+        return Metric(inv_diag, np.eye(1), np.eye(1), False)
+    return Metric(inv_diag, np.diag(inv_diag), np.diag(1.0 / np.sqrt(inv_diag)), True)
 
 
 @compiled

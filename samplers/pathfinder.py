@@ -33,6 +33,13 @@ from .protocol import dimension, numba_entry, resolve
 LOG_2PI = math.log(2.0 * math.pi)
 #: Above this Pareto k the importance weights are unreliable (Vehtari et al. 2024).
 PARETO_K_WARN = 0.7
+#: Pathfinder of ``nuts(init="pathfinder")`` (:func:`pathfinder_init`): one
+#: path, 100 draws, 5 draws per ELBO estimate.  The ELBO draws were 72-93% of
+#: the four-path default's evaluations; this costs 10-18 times less on four
+#: models (``benchmarks/bench_pathfinder_init.py --costs``, RESULTS.md
+#: session 8) and its variances are still within a factor 3 of the truth on
+#: a Gaussian with scales 0.1 .. 10, where the unit metric is off by up to 100.
+INIT_PATHS, INIT_DRAWS, INIT_ELBO_DRAWS = 1, 100, 5
 
 
 class LocalNormal(NamedTuple):
@@ -178,6 +185,9 @@ class SinglePath(NamedTuple):
         the draws).
     message : str
         Why L-BFGS stopped.
+    variance : ndarray, shape (dim,)
+        Diagonal of the best approximation's covariance (empty when none was
+        usable): the initial inverse metric of ``nuts(init="pathfinder")``.
     """
 
     draws: np.ndarray
@@ -188,6 +198,19 @@ class SinglePath(NamedTuple):
     n_iters: int
     n_evals: int
     message: str
+    variance: np.ndarray
+
+
+def local_normal_variance(approx):
+    """Diagonal of the covariance ``Sigma`` of ``approx``, exactly.
+
+    With ``Sigma = diag(a)^(1/2) (I + Q (L L' - I) Q') diag(a)^(1/2)``, entry
+    ``i`` is ``a_i (1 + q_i' (L L' - I) q_i)`` for row ``q_i`` of ``Q``: no
+    ``dim x dim`` matrix is formed.
+    """
+    inner = approx.chol @ approx.chol.T - np.eye(approx.chol.shape[0])
+    quad = np.einsum("ij,jk,ik->i", approx.q, inner, approx.q)
+    return approx.sqrt_alpha ** 2 * (1.0 + quad)
 
 
 def _negative(entry):
@@ -254,10 +277,11 @@ def single_path(entry, dim, rng, init=None, draws=1000, history_size=6, num_elbo
     if best is None:
         empty = np.zeros((0, dim))
         return SinglePath(empty, np.zeros(0), np.zeros(0), -np.inf, 0, path.x.shape[0] - 1,
-                          n_evals, path.message)
+                          n_evals, path.message, np.zeros(0))
     theta, log_q = sample_local_normal(best, rng.standard_normal((int(draws), dim)))
     return SinglePath(theta, log_densities(entry, theta), log_q, best_elbo, best_iter,
-                      path.x.shape[0] - 1, n_evals + int(draws), path.message)
+                      path.x.shape[0] - 1, n_evals + int(draws), path.message,
+                      local_normal_variance(best))
 
 
 def psis_log_weights(log_ratios):
@@ -441,21 +465,58 @@ def pathfinder(model, num_paths=4, draws=1000, seed=0, init=None, history_size=6
                           log_likelihood_max_bytes)
 
 
-def initial_points(model, chains, seed=0, num_paths=4, draws=200):
-    """Starting points for ``chains`` chains drawn from a Pathfinder run.
+class PathfinderInit(NamedTuple):
+    """Where ``nuts(init="pathfinder")`` starts its chains (:func:`pathfinder_init`).
+
+    Attributes
+    ----------
+    points : ndarray, shape (chains, dim)
+        Unconstrained starting points.
+    inv_metric : ndarray, shape (chains, dim)
+        Each chain's initial diagonal inverse metric: the variances of the
+        approximation its point was drawn from.
+    n_evals : int
+        Log-density evaluations Pathfinder spent (each a value and gradient).
+    """
+
+    points: np.ndarray
+    inv_metric: np.ndarray
+    n_evals: int
+
+
+def pathfinder_init(model, chains, seed=0, num_paths=INIT_PATHS, draws=INIT_DRAWS,
+                    num_elbo_draws=INIT_ELBO_DRAWS):
+    """Starting points and initial metrics of ``chains`` chains from a cheap Pathfinder.
 
     ``chains`` distinct draws of the pooled paths are chosen by their PSIS
     weights, without replacement (with replacement only when fewer draws
-    than chains have weight).  Used by ``nuts(init="pathfinder")``.
+    than chains have weight); each chain also gets the covariance diagonal
+    of its draw's path as its initial inverse metric (Stan's convention:
+    the posterior variances).  The defaults are cheaper than
+    :func:`pathfinder`'s (:data:`INIT_PATHS`, :data:`INIT_DRAWS`,
+    :data:`INIT_ELBO_DRAWS`): a start and a scale need not be as good as an
+    approximation meant to replace the sampler.  Used by
+    ``nuts(init="pathfinder")``.
 
     Returns
     -------
-    ndarray, shape (chains, dim)
+    PathfinderInit
     """
     log_density = resolve(model)
-    res = _run(log_density, seed, num_paths, draws, None, False, {})
+    res = _run(log_density, seed, num_paths, draws, None, False,
+               {"num_elbo_draws": num_elbo_draws})
     weights = np.exp(res.log_weight)
     rng = np.random.default_rng([int(seed), 0x9A9])
     replace = np.count_nonzero(weights) < chains
     keep = rng.choice(res.draws.shape[0], size=int(chains), replace=replace, p=weights)
-    return np.ascontiguousarray(res.draws[keep])
+    inv_metric = np.array([res.paths[k].variance for k in res.path[keep]])
+    # Positive in exact arithmetic (the covariance's Cholesky factor exists);
+    # a rounding casualty falls back to the unit metric's entry.
+    inv_metric[~(np.isfinite(inv_metric) & (inv_metric > 0.0))] = 1.0
+    return PathfinderInit(np.ascontiguousarray(res.draws[keep]), inv_metric,
+                          int(sum(p.n_evals for p in res.paths)))
+
+
+def initial_points(model, chains, seed=0, num_paths=INIT_PATHS, draws=INIT_DRAWS):
+    """The starting points of :func:`pathfinder_init` alone, shape (chains, dim)."""
+    return pathfinder_init(model, chains, seed, num_paths, draws).points

@@ -14,7 +14,7 @@ from .initial_point import find_initial_point, per_chain_inits
 from .interrupt import Interrupt
 from .kernel import ChainState
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
-from .metric import identity_metric
+from .metric import diagonal_metric, identity_metric
 from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, to_datatree
 from .protocol import dimension, numba_entry, resolve
 from .rng import make_state
@@ -24,15 +24,18 @@ from .runner import resolve_cores, run_chains
 MAX_ENERGY_ERROR = 1000.0
 
 
-def _chain_state(entry, dim, dense, seed, chain, init):
-    """Initial :class:`ChainState` of one chain (start point, unit metric)."""
+def _chain_state(entry, dim, dense, seed, chain, init, inv_metric=None):
+    """Initial :class:`ChainState` of one chain: its start point, and the unit
+    metric or the given diagonal inverse metric ``inv_metric``."""
     rng = np.random.default_rng([int(seed), int(chain), 0x1D])
     q, lp, grad = find_initial_point(entry, dim, rng, init)
     scalars = np.zeros(kernel.N_SCALARS)
     scalars[kernel.LP], scalars[kernel.STEP] = lp, 1.0
     n = dim if dense else 1
+    metric = (identity_metric(dim, dense) if inv_metric is None
+              else diagonal_metric(inv_metric, dense))
     return ChainState(np.ascontiguousarray(q), grad, scalars, make_state(seed, chain),
-                      identity_metric(dim, dense), np.zeros(1, dtype=np.int64),
+                      metric, np.zeros(1, dtype=np.int64),
                       np.zeros(dim), np.zeros(dim), np.zeros((n, n)), np.zeros((n, n)),
                       *grad_adaptation_buffers(dim))
 
@@ -68,7 +71,8 @@ def resolve_adaptation(adaptation, metric):
     return adaptation
 
 
-def _config(kind, max_treedepth, num_steps, tune, metric, target_accept, adaptation="stan"):
+def _config(kind, max_treedepth, num_steps, tune, metric, target_accept, adaptation="stan",
+            metric_given=False):
     if metric not in ("diag", "dense"):
         raise ValueError(f"metric={metric!r}; expected 'diag' or 'dense'")
     adaptation = resolve_adaptation(adaptation, metric)
@@ -81,6 +85,7 @@ def _config(kind, max_treedepth, num_steps, tune, metric, target_accept, adaptat
     iconf[kernel.ADAPT] = kernel.ADAPT_NUTPIE if adaptation == "nutpie" else kernel.ADAPT_STAN
     iconf[kernel.EARLY_END], iconf[kernel.FINAL_START] = grad_adaptation_phases(tune)
     iconf[kernel.EARLY_FREQ], iconf[kernel.SWITCH_FREQ] = EARLY_SWITCH_FREQ, SWITCH_FREQ
+    iconf[kernel.METRIC_GIVEN] = bool(metric_given)
     fconf = np.zeros(kernel.N_FCONF)
     fconf[kernel.TARGET_ACCEPT], fconf[kernel.MAX_ENERGY_ERROR] = target_accept, MAX_ENERGY_ERROR
     fconf[kernel.WINDOW_GROWTH] = WINDOW_GROWTH
@@ -94,12 +99,24 @@ def _check_windows(windows):
 
 
 def _named_init(init, log_density, chains, seed):
-    """Initial points of ``init="pathfinder"``: ``chains`` draws of a Pathfinder run."""
+    """``init="pathfinder"``: a :class:`samplers.pathfinder.PathfinderInit`
+    (start points, initial inverse metrics, evaluations spent)."""
     if init != "pathfinder":
         raise ValueError(f"init={init!r}; expected 'pathfinder', an array of shape (dim,) or "
                          "(chains, dim), or None")
-    from .pathfinder import initial_points
-    return initial_points(log_density, chains, seed)
+    from .pathfinder import pathfinder_init
+    return pathfinder_init(log_density, chains, seed)
+
+
+def _starts(init, log_density, chains, seed):
+    """``(init, inverse metrics, named)``: the start points to give
+    :func:`per_chain_inits`, each chain's initial diagonal inverse metric
+    (None: the unit metric), and the ``PathfinderInit`` of a named ``init``
+    (None for an array or None, which leave everything as given)."""
+    if not isinstance(init, str):
+        return init, [None] * chains, None
+    named = _named_init(init, log_density, chains, seed)
+    return named.points, list(named.inv_metric), named
 
 
 def _check_max_bytes(max_bytes):
@@ -116,18 +133,17 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
     _check_max_bytes(log_likelihood_max_bytes)
     log_density = resolve(model)
     dim = dimension(log_density)
-    if isinstance(init, str):
-        init = _named_init(init, log_density, chains, seed)
+    init, inv_metrics, named = _starts(init, log_density, chains, seed)
     iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept,
-                           resolve_adaptation(adaptation, metric))
+                           resolve_adaptation(adaptation, metric), named is not None)
     entry = numba_entry(log_density)
     context = nullcontext(entry) if entry is not None else external_entry(log_density)
     interrupt = Interrupt()
     with interrupt.handling_sigint():
         with context as entry:
             inits = per_chain_inits(init, chains, dim)
-            states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c])
-                      for c in range(chains)]
+            states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c],
+                                   inv_metrics[c]) for c in range(chains)]
             check_outputs(log_density, states[0].q, log_likelihood)
             schedule = warmup_schedule(tune, *(int(w) for w in windows))
             res = run_chains(entry, states, schedule, iconf, fconf, tune + draws, tune,
@@ -137,6 +153,8 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
         attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
                  "tune": int(tune), "metric": metric,
                  "adaptation": resolve_adaptation(adaptation, metric), "interrupted": int(res.interrupted)}
+        if named is not None:
+            attrs["init_evals"] = named.n_evals
         idata, missing = to_datatree(log_density, res.draws, res.stats, tune,
                                      save_warmup or res.n_done <= tune, depth, attrs,
                                      log_likelihood, log_likelihood_max_bytes, interrupt)
@@ -187,9 +205,12 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
     init : array_like or "pathfinder", optional
         Unconstrained start, shape (dim,) or (chains, dim); default
         uniform(-2, 2) per coordinate, retried when not finite.
-        ``"pathfinder"``: distinct draws of a four-path Pathfinder run
-        (:func:`samplers.pathfinder.initial_points`), which start the chains
-        near the posterior so that a shorter ``tune`` may do.
+        ``"pathfinder"``: distinct draws of a cheap Pathfinder run
+        (:func:`samplers.pathfinder.pathfinder_init`), which start the chains
+        near the posterior, and its covariance diagonal as each chain's
+        initial inverse metric (both warmups then start from Pathfinder's
+        scales instead of the identity or ``1 / |grad|``); the
+        evaluations it spent are ``posterior.attrs["init_evals"]``.
     progress : bool
         Show a tqdm progress bar.
     cores : int, optional

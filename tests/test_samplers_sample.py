@@ -111,3 +111,24 @@ def test_warmup_window_arguments_reach_the_schedule(monkeypatch):
     assert seen == [(300, 30, 100, 40)]
     with pytest.raises(ValueError, match="adapt_window"):
         samplers.nuts(NumbaTarget(std_normal, 2), draws=10, tune=300, adapt_window=0)
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_nutpie_warmup_keeps_a_given_metric_until_its_first_estimate(given):
+    from logdens.samplers import kernel, runner
+    from logdens.samplers.mass_matrix import warmup_schedule
+    from logdens.samplers.protocol import numba_entry
+    from logdens.samplers.sample import _chain_state, _config
+
+    target = NumbaTarget(std_normal, 3)
+    entry = numba_entry(target)
+    variances = np.array([0.5, 2.0, 8.0])
+    state = _chain_state(entry, 3, False, 0, 0, np.array([0.3, -1.0, 2.0]),
+                         variances if given else None)
+    grad0 = state.grad.copy()
+    iconf, fconf = _config(kernel.NUTS, 10, 0, 100, "diag", 0.8, "nutpie", given)
+    # One warmup draw: the estimator needs three points (the start counts)
+    # before it sets the metric, so what is there is the metric it started from.
+    runner.run_chains(entry, [state], warmup_schedule(100), iconf, fconf, 1, 100, 1, False)
+    expected = variances if given else 1.0 / np.abs(grad0)
+    np.testing.assert_array_equal(state.metric.inv_diag, expected)
