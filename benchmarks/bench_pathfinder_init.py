@@ -1,11 +1,17 @@
 """Does ``ld.nuts(init="pathfinder")`` shorten warmup?  Gradients spent against quality.
 
 Run: python benchmarks/bench_pathfinder_init.py [--models eight_schools,poisson_nc]
-     [--seeds 1,2,3] [--tunes 100,200,500,1000] [--draws 500]
+     [--seeds 1,2,3] [--tunes 100,200,500,1000] [--draws 500] [--adaptation nutpie]
+     [--costs]
 
-For each model, seed and ``tune``, ``ld.nuts`` (4 chains, default warmup)
-runs twice: from uniform(-2, 2) starts (``init=None``) and from distinct
-draws of a four-path Pathfinder run (``init="pathfinder"``).  Per run this
+Models: those of ``bench_samplers`` and ``bench_adaptation`` (``gaussian``:
+scales 0.1 .. 10, correlations 0.5**|i-j|; ``eight_schools_centered``: a
+funnel).  For each model, seed and ``tune``, ``ld.nuts`` (4 chains, the
+given warmup, diagonal metric) runs twice: from uniform(-2, 2) starts and
+the unit metric (``init=None``), and from ``init="pathfinder"``: distinct
+draws of a cheap Pathfinder run, each chain's initial inverse metric the
+covariance diagonal of that run
+(:func:`samplers.pathfinder.pathfinder_init`).  Per run this
 prints the gradients spent before the kept draws (the warmup's leapfrog
 steps, plus Pathfinder's own log-density evaluations: L-BFGS, its ELBO
 draws and the returned draws, each a value and gradient), and the quality
@@ -15,11 +21,12 @@ chains, difference between the mean log density of the first 50 kept
 draws and that of the last half, in sds of the log density: a chain still
 settling shows a large negative number).
 
-Pathfinder's gradient count is that of ``pathfinder.initial_points`` with
-the arguments ``nuts`` gives it (a deterministic function of the seed),
-recomputed here because ``nuts`` does not report it.  Everything runs in
-this process, pinned to one core, with one thread for numba and BLAS.
-Nothing is asserted about time.
+Pathfinder's gradient count is ``posterior.attrs["init_evals"]``.
+``--costs`` prints instead what Pathfinder configurations (paths, draws per
+path, draws per ELBO estimate) cost per model and, on ``gaussian``, how far
+their variances are from the true ones.  Everything runs in this process,
+pinned to one core, with one thread for numba and BLAS.  Nothing is
+asserted about time.
 """
 
 import os
@@ -36,14 +43,17 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_adaptation as ba  # noqa: E402
 import bench_distributions as bd  # noqa: E402
 import bench_samplers as bs  # noqa: E402
 
 #: Kept draws at the start whose mean log density is compared with the rest.
 DRIFT_DRAWS = 50
-#: Pathfinder's arguments in ``nuts(init="pathfinder")``
-#: (:func:`samplers.pathfinder.initial_points`).
-PATHFINDER_PATHS, PATHFINDER_DRAWS = 4, 200
+#: Every model this bench knows.
+MODELS = {**bs.MODELS, **ba.EXTRA_MODELS}
+#: Pathfinder configurations of ``--costs``: (paths, draws per path, ELBO draws);
+#: the first is :func:`samplers.pathfinder.pathfinder`'s default.
+COST_CONFIGS = ((4, 200, 25), (4, 100, 5), (1, 100, 25), (1, 100, 5), (1, 50, 2))
 
 
 def machine_lines():
@@ -55,12 +65,20 @@ def machine_lines():
             f"load average at the start: {os.getloadavg()}")
 
 
-def pathfinder_gradients(density, seed):
-    """Log-density evaluations of the Pathfinder run behind ``init="pathfinder"``."""
-    from logdens.samplers.pathfinder import _run
+def costs(density, model, data, seeds):
+    """Print the evaluations of each Pathfinder configuration of :data:`COST_CONFIGS`
+    (and, on ``gaussian``, the largest and median ``|log(variance / true variance)|``)."""
+    from logdens.samplers.pathfinder import pathfinder_init
 
-    res = _run(density, seed, PATHFINDER_PATHS, PATHFINDER_DRAWS, None, False, {})
-    return int(sum(p.n_evals for p in res.paths))
+    for paths, draws, elbo in COST_CONFIGS:
+        for seed in seeds:
+            res = pathfinder_init(density, 4, seed, paths, draws, elbo)
+            line = (f"{model}: {paths} paths, {draws} draws, {elbo} ELBO draws, seed {seed}: "
+                    f"{res.n_evals} evaluations")
+            if "cov" in data:
+                err = np.abs(np.log(res.inv_metric / np.diag(data["cov"])))
+                line += f"; |log(var / true var)| max {err.max():.2f}, median {np.median(err):.2f}"
+            print(line, flush=True)
 
 
 def drift(lp):
@@ -71,7 +89,7 @@ def drift(lp):
     return float(z[np.argmax(np.abs(z))])
 
 
-def run(ld, density, spec, seed, tune, draws, init):
+def run(ld, density, spec, seed, tune, draws, init, adaptation):
     """One ``ld.nuts`` run; a dict of the statistics."""
     import arviz_stats
 
@@ -79,10 +97,11 @@ def run(ld, density, spec, seed, tune, draws, init):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short warmups warn about R-hat and ESS; reported
         idata = ld.nuts(density, draws=draws, tune=tune, chains=4, seed=seed, init=init,
-                        progress=False, cores=1, save_warmup=True, log_likelihood=False)
+                        progress=False, cores=1, save_warmup=True, log_likelihood=False,
+                        adaptation=adaptation)
     seconds = time.perf_counter() - start
     warm = int(idata.warmup_sample_stats["n_steps"].values.sum()) if tune else 0
-    pf = pathfinder_gradients(density, seed) if init == "pathfinder" else 0
+    pf = int(idata.posterior.attrs.get("init_evals", 0))
     kept_grads = float(idata.sample_stats["n_steps"].values.sum())
     post = idata.posterior.to_dataset()[list(spec["free"])]
     ess = arviz_stats.ess(post, method="bulk")
@@ -130,24 +149,33 @@ def main(argv=None):
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--tunes", default="100,200,500,1000")
     p.add_argument("--draws", type=int, default=500)
+    p.add_argument("--adaptation", default="nutpie", choices=("nutpie", "stan"))
+    p.add_argument("--costs", action="store_true",
+                   help="print Pathfinder's cost per configuration instead of sampling")
     args = p.parse_args(argv)
     import logdens as ld
 
     print(machine_lines())
-    print(f"4 chains, draws {args.draws}, default warmup (nutpie's, diagonal metric)",
+    print(f"4 chains, draws {args.draws}, {args.adaptation}'s warmup, diagonal metric",
           flush=True)
+    seeds = [int(s) for s in args.seeds.split(",")]
     for model in args.models.split(","):
-        spec = bs.MODELS[model]
-        density = spec["logdens"](ld, spec["data"]()).compile()
+        spec = MODELS[model]
+        data = spec["data"]()
+        density = spec["logdens"](ld, data).compile()
+        if args.costs:
+            costs(density, model, data, seeds)
+            continue
         ld.nuts(density, draws=10, tune=10, chains=1, progress=False)  # compile outside timings
-        print(f"\n### {spec['title']}", flush=True)
+        print(f"\n### {spec.get('title', model)}", flush=True)
         rows = []
         for tune in (int(t) for t in args.tunes.split(",")):
-            for seed in (int(s) for s in args.seeds.split(",")):
+            for seed in seeds:
                 for init in (None, "pathfinder"):
-                    rows.append(run(ld, density, spec, seed, tune, args.draws, init))
+                    rows.append(run(ld, density, spec, seed, tune, args.draws, init,
+                                    args.adaptation))
                     show(rows[-1])
-        print(summary(rows, model), flush=True)
+        print(summary(rows, f"{model}, {args.adaptation}"), flush=True)
 
 
 if __name__ == "__main__":
