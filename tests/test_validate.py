@@ -140,6 +140,20 @@ def test_set_data_rechecks_a_slice_of_data():
         density.set_data(x=np.arange(3.0))
 
 
+def test_set_data_rechecks_an_element_of_data():
+    """``x[-1]`` was resolved to position 9 when the model was built: a shorter x
+    would be read out of bounds, a longer one at the wrong place."""
+    m = ld.Model()
+    mu = m.param("mu")
+    x = m.data("x", np.arange(10.0))
+    m.observe("y", ld.Normal(mu + x[-1], 1.0), np.zeros(6))
+    density = m.compile()
+    with pytest.raises(ModelError, match=r"x\[9\] reads x, which had length 10 .* now has length 3"):
+        density.set_data(x=np.arange(3.0))
+    density.set_data(x=np.arange(10.0) + 1.0)  # the same length is fine
+    assert density.log_density(np.zeros(1)) == pytest.approx(-0.5 * 6 * 100.0)
+
+
 def test_a_plate_inside_a_sum_is_checked():
     """``ld.sum`` makes a potential scalar; the lengths below it are checked all the same."""
     m = ld.Model()
