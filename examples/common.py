@@ -1,0 +1,72 @@
+"""What the modelling examples share: their command line, and trace and posterior
+plots drawn with matplotlib (ArviZ's own plotting lives in a separate package).
+
+Every example takes ``--quick`` (a small data set and short chains, as the test
+suite runs it), ``--out DIR`` (where the PNG charts go) and ``--seed``.
+"""
+
+import argparse
+import os
+
+import numpy as np
+
+
+def arguments(description):
+    """The parsed command line of an example."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="small data and short chains (CI)")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "output"),
+                        help="directory for the PNG charts")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    return args
+
+
+def _flat(idata, name):
+    """Draws of variable ``name`` as (chains, draws, k): every element a column."""
+    values = idata.posterior[name].values
+    return values.reshape(values.shape[:2] + (-1,))
+
+
+def trace_and_posterior(idata, names, path, truth=None):
+    """One row per variable (its first three elements): the draws of every chain
+    against iteration, and their histogram, with the true value where known."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(name, k) for name in names for k in range(min(3, _flat(idata, name).shape[2]))]
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10, 1.8 * len(rows)), squeeze=False)
+    for (name, k), (left, right) in zip(rows, axes):
+        draws = _flat(idata, name)[:, :, k]
+        label = name if _flat(idata, name).shape[2] == 1 else f"{name}[{k}]"
+        for chain in draws:
+            left.plot(chain, lw=0.5)
+            right.hist(chain, bins=30, histtype="step", density=True)
+        if truth is not None and name in truth:
+            right.axvline(np.ravel(truth[name])[k], color="k", ls="--", lw=1)
+        left.set_ylabel(label)
+    axes[0, 0].set_title("trace (one line per chain)")
+    axes[0, 1].set_title("posterior (dashed: the true value)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    print(f"saved {path}")
+
+
+def recovered(idata, truth, sds=4.0):
+    """Print each true value beside its posterior mean and sd; return whether every
+    one lies within ``sds`` posterior sds (an example whose check fails says so)."""
+    ok = True
+    for name, value in truth.items():
+        draws = _flat(idata, name)
+        mean, sd = draws.mean(axis=(0, 1)), draws.std(axis=(0, 1))
+        for k, v in enumerate(np.ravel(value)):
+            inside = abs(mean[k] - v) <= sds * sd[k]
+            ok &= bool(inside)
+            if k < 3:
+                print(f"  {name}[{k}]: true {v:8.3f}  posterior {mean[k]:8.3f} +- {sd[k]:.3f}"
+                      f"{'' if inside else '   <- outside'}")
+    print("every true value within", sds, "posterior sds:", ok)
+    return ok
