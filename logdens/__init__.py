@@ -11,7 +11,7 @@ from logdens.distributions import *  # noqa: F401,F403  (every distribution clas
 from logdens.distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
                                        positive, positive_ordered, real, simplex, unit_interval)
 from logdens.expr import FUNCTIONS as _FUNCTIONS
-from logdens.expr import ModelError, inv_logit, sigmoid, sum  # noqa: F401
+from logdens.expr import ModelError, dot, inv_logit, mean, sigmoid, sum  # noqa: F401
 from logdens.model import Model  # noqa: F401
 
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS
@@ -26,12 +26,15 @@ _PREDICTIVE = ("sample_prior_predictive", "sample_posterior_predictive")
 
 def __getattr__(name):
     """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
-    ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.sample_prior_predictive``,
-    ``ld.sample_posterior_predictive``: imported on first use (they load ArviZ,
+    ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.from_draws``,
+    ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``: imported on first use (they load ArviZ,
     the samplers their own kernels too)."""
     if name in _PREDICTIVE:  # imports ArviZ on first use, as the samplers do
         from logdens import predictive
         return getattr(predictive, name)
+    if name == "from_draws":
+        from logdens.samplers.external_draws import from_draws
+        return from_draws
     if name in _SAMPLER_ENTRY_POINTS:
         from logdens import samplers
         return getattr(samplers, name)

@@ -315,6 +315,10 @@ class Lowering:
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(node.children[0], child, a, b)
 
+    def _value_length(self, node, var, block, outer, index):
+        """``len(x)``: the plate length's code (``n_<data>`` or the built length)."""
+        block.forward.append(f"{var} = float({self.length(node.children[0])})  # {node.label()}")
+
     def _value_product(self, node, var, block, outer, index):
         matrix, vector = node.children
         p = self.layout.params[vector.name]
@@ -679,5 +683,5 @@ VALUE_RULES = {
     ex.Param: Lowering._value_param, ex.Data: Lowering._value_data, ex.Unary: Lowering._value_elementwise,
     ex.Binary: Lowering._value_elementwise, ex.Gather: Lowering._value_gather, ex.Slice: Lowering._value_slice,
     ex.MatVec: Lowering._value_product, ex.Sum: Lowering._value_sum, ex.LogPdf: Lowering._value_logpdf,
-    ex.Element: Lowering._value_element,
+    ex.Element: Lowering._value_element, ex.Length: Lowering._value_length,
 }

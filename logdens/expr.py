@@ -307,6 +307,22 @@ class LogPdf(Expr):
         return f"{self.spec.name}({', '.join(children[1:])}).logpdf({children[0]})"
 
 
+class Length(Expr):
+    """The length of a vector expression's plate as a number, read at run time (a
+    data array's length may change with ``set_data``): ``ld.mean``'s divisor."""
+
+    def __init__(self, source):
+        if source.ndim != 1:
+            raise ModelError(f"len({source.label()}): only vectors have a length")
+        self.children = (source,)
+
+    def depends_on_params(self):
+        return False  # the length of a parameter vector is fixed when it is declared
+
+    def _format(self, children):
+        return f"len({children[0]})"
+
+
 def nodes(root, stop=None):
     """Every node below (and including) ``root``, each once, not descending below
     a node for which ``stop(node)`` is true (nor yielding it). Walks that recurse
@@ -361,3 +377,14 @@ def sum(x):
     """Sum over every element: a scalar expression."""
     x = as_expr(x)
     return x if x.shape == () else Sum(x)
+
+
+def mean(x):
+    """Mean over every element, divided by the length the data have at run time."""
+    x = as_expr(x)
+    return x if x.shape == () else Sum(x) / Length(x)
+
+
+def dot(a, b):
+    """``sum(a * b)``: the inner product of two vectors of one length."""
+    return sum(as_expr(a) * as_expr(b))

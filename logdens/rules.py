@@ -185,6 +185,19 @@ class ElementRule(Rule):
         return None
 
 
+class LengthRule(Rule):
+    """``len(x)``: a number from the child's run-time plate length, no adjoint."""
+
+    def reads(self, node):
+        return (WHOLE,)
+
+    def evaluate(self, node, args, values, batch):
+        return np.float64(np.shape(args[0])[-1])
+
+    def length(self, node, below, ctx):
+        return None
+
+
 class MatVecRule(Rule):
     """``X @ beta``: per row, the matrix's row times the whole vector."""
 
@@ -222,7 +235,7 @@ RULES = {
     ex.Param: ParamRule(), ex.Data: DataRule(), ex.Const: ConstRule(),
     ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Gather: GatherRule(),
     ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(), ex.LogPdf: LogPdfRule(),
-    ex.Element: ElementRule(),
+    ex.Element: ElementRule(), ex.Length: LengthRule(),
 }
 
 

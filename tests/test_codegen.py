@@ -30,7 +30,8 @@ def leaves(p):
     """Leaf expressions over the model's parameters and data (plate N or scalar)."""
     return [p["a"], p["s"], p["x"], p["b"][p["idx"]], p["w"][p["idx"]], p["X"] @ p["beta"],
             p["X"] @ p["q"], p["c"][::2], p["d"], p["d"][p["idx"]], 0.7, p["b"][0], p["q"][-1],
-            ld.Normal(p["w"][p["idx"]], p["s"]).logpdf(p["x"]), ld.StudentT(3.0, p["d"], 0.5).logpdf(p["a"])]
+            ld.Normal(p["w"][p["idx"]], p["s"]).logpdf(p["x"]), ld.StudentT(3.0, p["d"], 0.5).logpdf(p["a"]),
+            ld.mean(p["x"]), ld.mean(p["d"]) * p["a"], ld.dot(p["b"], p["w"])]
 
 
 @st.composite
@@ -385,3 +386,21 @@ def test_constant_elements_in_the_parallel_variant():
     for got, want in zip(parallel.log_density_gradient(theta), serial.log_density_gradient(theta)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
     assert serial.log_density_gradient(theta)[1][1] == pytest.approx(-theta[1])  # the prior alone
+
+
+def test_mean_divides_by_the_run_time_length():
+    """``ld.mean`` of data follows ``set_data`` to a new length (its divisor is read
+    at run time, not the length the model was built with); of a parameter it is
+    the declared length. Value against numpy, gradient against finite differences."""
+    m = ld.Model()
+    mu = m.param("mu", shape=3)
+    x = m.data("x", np.arange(5.0))
+    m.potential("p", -(ld.mean(x) - ld.mean(mu)) ** 2 - ld.dot(mu, mu))
+    density = m.compile()
+    theta = np.array([0.1, 0.5, -0.2])
+    for n in (5, 9):
+        density.set_data(x=np.arange(float(n)))
+        want = -((n - 1) / 2 - theta.mean()) ** 2 - theta @ theta
+        assert density.log_density(theta) == pytest.approx(want, rel=1e-14)
+        check_gradient(density, theta, np.random.default_rng(n))
+    assert "sum(x) / len(x)" in repr(m)

@@ -138,3 +138,15 @@ def test_a_constant_index_is_an_element():
             b[bad]
     with pytest.raises(ModelError, match="must be an integer data array"):
         b[True]
+
+
+def test_mean_and_dot():
+    m = ld.Model()
+    a = m.param("a", shape=3)
+    assert ld.mean(a).shape == () and ld.dot(a, np.ones(3)).shape == ()
+    assert ld.mean(2.0).__class__.__name__ == "Const"  # a scalar is its own mean
+    with pytest.raises(ModelError, match="has length 3 but array"):
+        ld.dot(a, np.ones(4))
+    values = {"a": np.array([1.0, 2.0, 6.0])}
+    assert evaluate(ld.mean(a), values) == pytest.approx(3.0)
+    assert evaluate(ld.dot(a, a), values) == pytest.approx(41.0)
