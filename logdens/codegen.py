@@ -370,6 +370,29 @@ class Lowering:
             return [f"for {back.index} in range({back.length}):"] + indent(body)
         return rule
 
+    def _value_logsumexp(self, node, var, block, outer, index):
+        """``log(sum(exp(x)))``: a pass for the largest element ``m``, a pass for
+        ``s = sum(exp(x - m))``, then ``m + log(s)`` (``-inf`` when every element
+        is); each element's adjoint is the node's times ``exp(x_i - value)``."""
+        arg = node.children[0]
+        top, total = self.fresh("m"), self.fresh("s")
+        passes = [(f"{top} = -math.inf", "{top} = max({top}, {x})"), (f"{total} = 0.0", "{total} += vmath.exp({x} - {top})")]
+        for first, each in passes:
+            loop = Block(self.fresh("i"), self.length(arg))
+            x = self.value(arg, loop, outer, loop.index)
+            outer.forward += [first, f"for {loop.index} in range({loop.length}):"]
+            outer.forward += indent(loop.forward + [each.format(top=top, total=total, x=x)])
+        outer.forward.append(f"{var} = {top} + vmath.log({total}) if {top} > -math.inf else -math.inf"
+                             f"  # {node.label()}")
+
+        def rule(a, b):
+            back = Block(self.fresh("i"), self.length(arg))
+            x = self.value(arg, back, outer, back.index)
+            self._push(arg, x, f"{a} * vmath.exp({x} - {var})", back, into=back.reverse)
+            body = back.forward + self._adjoint_inits(back) + self._reverse(back)
+            return [f"for {back.index} in range({back.length}):"] + indent(body)
+        return rule
+
     def _one_pass_param(self, node):
         """The parameter whose gradient entries the loop of the sum ``node`` can
         hold, or None: one vector parameter (no event transform) read only at
@@ -684,4 +707,5 @@ VALUE_RULES = {
     ex.Binary: Lowering._value_elementwise, ex.Gather: Lowering._value_gather, ex.Slice: Lowering._value_slice,
     ex.MatVec: Lowering._value_product, ex.Sum: Lowering._value_sum, ex.LogPdf: Lowering._value_logpdf,
     ex.Element: Lowering._value_element, ex.Length: Lowering._value_length,
+    ex.LogSumExp: Lowering._value_logsumexp,
 }

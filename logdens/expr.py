@@ -307,6 +307,18 @@ class LogPdf(Expr):
         return f"{self.spec.name}({', '.join(children[1:])}).logpdf({children[0]})"
 
 
+class LogSumExp(Expr):
+    """``log(sum(exp(x)))`` over every element of a vector: a scalar, computed
+    stably (shifted by the largest element)."""
+
+    def __init__(self, arg):
+        plate_shape((arg,), lambda: f"logsumexp({arg.label()})")
+        self.children = (arg,)
+
+    def _format(self, children):
+        return f"logsumexp({children[0]})"
+
+
 class Length(Expr):
     """The length of a vector expression's plate as a number, read at run time (a
     data array's length may change with ``set_data``): ``ld.mean``'s divisor."""
@@ -383,6 +395,13 @@ def mean(x):
     """Mean over every element, divided by the length the data have at run time."""
     x = as_expr(x)
     return x if x.shape == () else Sum(x) / Length(x)
+
+
+def logsumexp(x):
+    """``log(sum(exp(x)))`` over every element: a scalar expression (for a
+    pair of expressions, ``ld.logaddexp``)."""
+    x = as_expr(x)
+    return x if x.shape == () else LogSumExp(x)
 
 
 def dot(a, b):

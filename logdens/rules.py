@@ -10,6 +10,7 @@ The access kinds below say how a node reads a child in each row of its plate.
 """
 
 import numpy as np
+from scipy import special as sp
 
 from logdens import expr as ex
 from logdens.distributions import vectorize
@@ -231,11 +232,18 @@ class SumRule(Rule):
         return None
 
 
+class LogSumExpRule(SumRule):
+    """``ld.logsumexp(x)``: a reduction like ``ld.sum``."""
+
+    def evaluate(self, node, args, values, batch):
+        return sp.logsumexp(args[0], axis=-1, keepdims=batch)
+
+
 RULES = {
     ex.Param: ParamRule(), ex.Data: DataRule(), ex.Const: ConstRule(),
     ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Gather: GatherRule(),
     ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(), ex.LogPdf: LogPdfRule(),
-    ex.Element: ElementRule(), ex.Length: LengthRule(),
+    ex.Element: ElementRule(), ex.Length: LengthRule(), ex.LogSumExp: LogSumExpRule(),
 }
 
 

@@ -98,6 +98,8 @@ class ExprPrinter:
             return f"{self._operand(node.children[0], p)} @ {self._operand(node.children[1], p + 1)}", p
         if kind is ex.Sum:
             return f"sum({self(node.children[0])})", ATOM
+        if kind is ex.LogSumExp:
+            return f"logsumexp({self(node.children[0])})", ATOM
         if kind is ex.Length:
             return f"len({self(node.children[0])})", ATOM
         if kind is ex.Element:

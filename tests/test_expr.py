@@ -150,3 +150,11 @@ def test_mean_and_dot():
     values = {"a": np.array([1.0, 2.0, 6.0])}
     assert evaluate(ld.mean(a), values) == pytest.approx(3.0)
     assert evaluate(ld.dot(a, a), values) == pytest.approx(41.0)
+
+
+def test_logsumexp_of_a_vector_is_a_scalar():
+    m = ld.Model()
+    a = m.param("a", shape=3)
+    node = ld.logsumexp(a)
+    assert node.shape == () and ld.logsumexp(1.5).__class__.__name__ == "Const"
+    assert evaluate(node, {"a": np.array([1000.0, 1000.0, -np.inf])}) == pytest.approx(1000 + np.log(2))

@@ -18,7 +18,8 @@ def _nodes():
     X, g = m.data("X", np.ones((3, 4))), m.data("g", np.array([0, 2, 3]))
     return {"Param": a, "Data": X, "Const": ex.Const(2.0), "Unary": ld.exp(a), "Binary": a * s,
             "Gather": a[g], "Slice": a[1:], "MatVec": X @ a, "Sum": ld.sum(a), "Element": a[-1],
-            "LogPdf": ld.Normal(s, 2.0).logpdf(a), "Length": ex.Length(a)}
+            "LogPdf": ld.Normal(s, 2.0).logpdf(a), "Length": ex.Length(a),
+            "LogSumExp": ld.logsumexp(a)}
 
 
 def test_every_node_type_has_a_rule():
@@ -37,7 +38,7 @@ def test_an_unknown_node_type_is_a_type_error():
 @pytest.mark.parametrize("kind, reads", [
     ("Param", ()), ("Data", ()), ("Const", ()), ("Unary", (AT_ROW,)), ("Binary", (AT_ROW, AT_ROW)),
     ("Gather", (GATHERED, INDEX)), ("Slice", (SHIFTED,)), ("MatVec", (AT_ROW, WHOLE)), ("Sum", (WHOLE,)),
-    ("Element", (WHOLE,)), ("LogPdf", (AT_ROW, AT_ROW, AT_ROW)), ("Length", (WHOLE,)),
+    ("Element", (WHOLE,)), ("LogPdf", (AT_ROW, AT_ROW, AT_ROW)), ("Length", (WHOLE,)), ("LogSumExp", (WHOLE,)),
 ])
 def test_access_kinds_of_each_node_type(kind, reads):
     node = _nodes()[kind]
@@ -50,7 +51,8 @@ def test_attributes_of_each_node_type():
     assert flags == {"Param": {"param"}, "Data": {"data", "fixed"}, "Const": {"fixed"},
                      "Unary": {"elementwise"}, "Binary": {"elementwise"}, "Gather": set(),
                      "Slice": set(), "MatVec": set(), "Sum": {"reduces"}, "Element": set(),
-                     "LogPdf": {"elementwise"}, "Length": set()}
+                     "LogPdf": {"elementwise"}, "Length": set(),
+                     "LogSumExp": {"reduces"}}
 
 
 def test_fold_visits_a_shared_sub_expression_once_and_deeper_than_the_stack():
