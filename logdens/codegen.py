@@ -196,7 +196,7 @@ class Lowering:
         return f"{array}[{offset} + {index}]" if offset else f"{array}[{index}]"
 
     def _value_elementwise(self, node, var, block, outer, index):
-        """An op of the table ``ops.OPS`` (``Unary``, ``Binary``): its value from its
+        """An op of the table ``ops.OPS`` (``Unary``, ``Binary``, ``Ternary``): its value from its
         arguments', each argument's adjoint the node's times its partial."""
         op = OPS[node.op]
         args = [self.value(c, block, outer, index) for c in node.children]
@@ -704,7 +704,8 @@ def _chunkable(term):
 # How each node type is lowered (see ``Lowering.value``).
 VALUE_RULES = {
     ex.Param: Lowering._value_param, ex.Data: Lowering._value_data, ex.Unary: Lowering._value_elementwise,
-    ex.Binary: Lowering._value_elementwise, ex.Gather: Lowering._value_gather, ex.Slice: Lowering._value_slice,
+    ex.Binary: Lowering._value_elementwise, ex.Ternary: Lowering._value_elementwise,
+    ex.Gather: Lowering._value_gather, ex.Slice: Lowering._value_slice,
     ex.MatVec: Lowering._value_product, ex.Sum: Lowering._value_sum, ex.LogPdf: Lowering._value_logpdf,
     ex.Element: Lowering._value_element, ex.Length: Lowering._value_length,
     ex.LogSumExp: Lowering._value_logsumexp,

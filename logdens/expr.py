@@ -92,6 +92,20 @@ class Expr:
     def __neg__(self):
         return Unary("neg", self)
 
+    # Comparisons give 1.0 or 0.0, for ld.where. == and != keep their Python
+    # meaning (identity): expressions live in dicts and sets.
+    def __lt__(self, other):
+        return Binary("lt", self, as_expr(other))
+
+    def __le__(self, other):
+        return Binary("le", self, as_expr(other))
+
+    def __gt__(self, other):
+        return Binary("gt", self, as_expr(other))
+
+    def __ge__(self, other):
+        return Binary("ge", self, as_expr(other))
+
     def __pos__(self):
         return self
 
@@ -218,6 +232,17 @@ class Binary(Expr):
         if symbol is not None:
             return f"({left} {symbol} {right})"
         return f"{self.op}({left}, {right})"
+
+
+class Ternary(Expr):
+    """An elementwise function of three expressions (``where``), broadcasting."""
+
+    def __init__(self, op, first, second, third):
+        self.op, self.children = op, (first, second, third)
+        self.shape = plate_shape(self.children, self.label)
+
+    def _format(self, children):
+        return f"{self.op}({', '.join(children)})"
 
 
 class Gather(Expr):
@@ -370,9 +395,12 @@ def _function(op):
     if op.arity == 1:
         def fn(x):
             return Unary(op.name, as_expr(x))
-    else:
+    elif op.arity == 2:
         def fn(a, b):
             return Binary(op.name, as_expr(a), as_expr(b))
+    else:
+        def fn(a, b, c):
+            return Ternary(op.name, as_expr(a), as_expr(b), as_expr(c))
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"Elementwise ``{op.name}`` of model expressions (``logdens.ops.OPS``)."
     return fn

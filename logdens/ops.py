@@ -23,8 +23,9 @@ class Op(NamedTuple):
     """One elementwise op.
 
     ``derivatives[k]`` is d value / d argument ``k``. ``symbol`` is the Python
-    operator that writes the op (``+`` for add, ``-`` for neg), shown infix in
-    the labels of binary ops; None for an op users call as ``ld.<name>``.
+    operator that writes the op (``+`` for add, ``-`` for neg, ``<`` for lt),
+    shown infix in the labels of binary ops; None for an op users call as
+    ``ld.<name>``.
     """
 
     name: str
@@ -33,6 +34,11 @@ class Op(NamedTuple):
     value: str
     derivatives: tuple
     symbol: str | None = None
+
+
+def _indicator(compare):
+    """A comparison as numpy floats 1.0 / 0.0."""
+    return lambda a, b: compare(a, b).astype(float)
 
 
 def _softplus(x):
@@ -70,4 +76,11 @@ OPS = {op.name: op for op in (
     Op("pow", 2, np.power, "{0} ** {1}", ("{1} * {0} ** ({1} - 1.0)", "{v} * vmath.log({0})"), symbol="**"),
     Op("logaddexp", 2, np.logaddexp, "special.logaddexp({0}, {1})",
        ("vmath.exp({0} - {v})", "vmath.exp({1} - {v})")),
+    # comparisons are 1.0 or 0.0, flat (derivative 0) on either side, for ld.where
+    *(Op(name, 2, _indicator(fn), f"(1.0 if {{0}} {symbol} {{1}} else 0.0)", ("0.0", "0.0"), symbol=symbol)
+      for name, fn, symbol in (("lt", np.less, "<"), ("le", np.less_equal, "<="),
+                               ("gt", np.greater, ">"), ("ge", np.greater_equal, ">="))),
+    # where(c, a, b): a where c is not 0, else b (a select: loops still vectorize)
+    Op("where", 3, lambda c, a, b: np.where(c != 0, a, b), "({1} if {0} != 0.0 else {2})",
+       ("0.0", "(1.0 if {0} != 0.0 else 0.0)", "(0.0 if {0} != 0.0 else 1.0)")),
 )}

@@ -105,7 +105,7 @@ class ConstRule(Rule):
 
 
 class ElementwiseRule(Rule):
-    """``Unary`` and ``Binary``: an op of ``logdens.ops.OPS`` on every child at the row."""
+    """``Unary``, ``Binary`` and ``Ternary``: an op of ``logdens.ops.OPS`` on every child at the row."""
 
     elementwise = True
 
@@ -241,7 +241,8 @@ class LogSumExpRule(SumRule):
 
 RULES = {
     ex.Param: ParamRule(), ex.Data: DataRule(), ex.Const: ConstRule(),
-    ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Gather: GatherRule(),
+    ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Ternary: ElementwiseRule(),
+    ex.Gather: GatherRule(),
     ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(), ex.LogPdf: LogPdfRule(),
     ex.Element: ElementRule(), ex.Length: LengthRule(), ex.LogSumExp: LogSumExpRule(),
 }

@@ -26,7 +26,8 @@ from logdens.ops import OPS
 
 #: Python's binding strength of each operator symbol, weakest first; names,
 #: calls and subscripts bind tightest (ATOM).
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "neg": 3, "**": 4}
+_PRECEDENCE = {"<": 0, "<=": 0, ">": 0, ">=": 0, "+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "neg": 3,
+               "**": 4}
 ATOM = 5
 #: Longest rendering of one sub-expression before it is cut to ``...``: a
 #: shared sub-expression is written out at every use, so an unrolled recursion
@@ -89,6 +90,8 @@ class ExprPrinter:
             return self._unary(node)
         if kind is ex.Binary:
             return self._binary(node)
+        if kind is ex.Ternary:
+            return f"{node.op}({', '.join(self(c) for c in node.children)})", ATOM
         if kind is ex.Gather:
             return f"{self._operand(node.children[0], ATOM)}[{self(node.children[1])}]", ATOM
         if kind is ex.Slice:

@@ -54,6 +54,11 @@ POINTS = {
     "div": [(3.0, -2.0), (1e-3, 7.0), (-5.0, 1e-4)],
     "pow": [(2.0, 3.0), (0.5, -1.5), (10.0, 0.5), (1e-3, 2.5)],
     "logaddexp": [(-1.0, 2.0), (-800.0, -800.0), (30.0, -30.0), (0.5, 0.5), (700.0, 700.5)],
+    "lt": [(-1.0, 2.0), (3.0, 1.0)],
+    "le": [(-1.0, 2.0), (3.0, 1.0)],
+    "gt": [(-1.0, 2.0), (3.0, 1.0)],
+    "ge": [(-1.0, 2.0), (3.0, 1.0)],
+    "where": [(1.0, 2.5, -3.0), (0.0, 2.5, -3.0)],
 }
 # Per argument, the singular points (bounds of the domain, poles) that the step
 # must stay well inside of.
@@ -74,7 +79,7 @@ def _render(template, args, value=None):
 def _step(name, k, x):
     """h = 1e-6 * max(1, |x|), or 1e-6 of the distance to a nearer singular point."""
     h = 1e-6 * max(1.0, abs(x))
-    for point in SINGULAR.get(name, [(), ()])[k]:
+    for point in SINGULAR.get(name, [(), (), ()])[k]:
         h = min(h, 1e-6 * abs(x - point))
     return (x + h) - x  # exactly representable
 
@@ -82,7 +87,7 @@ def _step(name, k, x):
 def test_every_op_has_points():
     assert set(POINTS) == set(OPS)
     for name, op in OPS.items():
-        assert op.name == name and op.arity in (1, 2) and len(op.derivatives) == op.arity
+        assert op.name == name and op.arity in (1, 2, 3) and len(op.derivatives) == op.arity
         assert all(len(p) == op.arity for p in POINTS[name])
 
 
@@ -117,9 +122,10 @@ def test_every_exported_elementwise_function_is_in_the_table():
     for attr, fn in vars(ld).items():
         if inspect.isfunction(fn) and fn.__module__ == "logdens.expr":
             node = fn(*[x] * len(inspect.signature(fn).parameters))
-            if isinstance(node, (ex.Unary, ex.Binary)):
+            if isinstance(node, (ex.Unary, ex.Binary, ex.Ternary)):
                 built[attr] = node.op
-    assert all(op in OPS and OPS[op].symbol is None for op in built.values())
+    composed = {"dot": "mul"}  # dot(x, y) of scalars is x * y
+    assert all(op in OPS and (OPS[op].symbol is None or composed.get(attr) == op) for attr, op in built.items())
     functions = {name for name, op in OPS.items() if op.symbol is None}
     assert functions <= set(built) and built["inv_logit"] == built["sigmoid"] == "logistic"
 
@@ -143,8 +149,9 @@ def test_every_op_compiles_and_agrees_with_the_python_twin():
     m = ld.Model()
     x = m.param("x", shape=3, constraint=ld.interval(0.1, 0.9))  # inside every op's domain
     y = m.param("y", shape=3, constraint=ld.interval(1.5, 2.5))
-    terms = [ld.sum(ex.Unary(name, x)) if op.arity == 1 else ld.sum(ex.Binary(name, y, x))
-             for name, op in OPS.items()]
+    kinds = {1: lambda name: ex.Unary(name, x), 2: lambda name: ex.Binary(name, y, x),
+             3: lambda name: ex.Ternary(name, x - 0.5, y, x)}
+    terms = [ld.sum(kinds[op.arity](name)) for name, op in OPS.items()]
     total = terms[0]
     for term in terms[1:]:
         total = total + term
@@ -156,3 +163,22 @@ def test_every_op_compiles_and_agrees_with_the_python_twin():
     assert lp == pytest.approx(lp_py, rel=1e-12)
     np.testing.assert_allclose(grad, grad_py, rtol=1e-12)
     assert lp == pytest.approx(float(evaluate(total, compiled.constrain(theta))), rel=1e-12)
+
+
+def test_where_with_comparisons_selects_and_differentiates_the_branch():
+    """where(x > 0.5, a * x, -x): the value and the gradient follow the branch each
+    element takes (compiled, twin, numpy); the comparison itself has no gradient."""
+    from logdens.evaluate import evaluate
+    m = ld.Model()
+    x = m.param("x", shape=4)
+    a = m.param("a")
+    value = ld.where(x > 0.5, a * x, -x) + ld.where(0.0 >= x, 1.0, 0.0)
+    m.potential("p", ld.sum(value))
+    theta = np.array([0.2, 0.9, -1.0, 2.0, 3.0])  # x then a
+    want_grad = np.array([-1.0, 3.0, -1.0, 3.0, 0.9 + 2.0])
+    for density in (m.compile(), m.compile(backend="python")):
+        lp, grad = density.log_density_gradient(theta)
+        assert lp == pytest.approx(-0.2 + 2.7 + 1.0 + 6.0 + 1.0, rel=1e-14)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-14)
+    assert float(evaluate(ld.sum(value), {"x": theta[:4], "a": 3.0})) == pytest.approx(lp)
+    assert "where(x > 0.5, a * x, -x)" in repr(m)

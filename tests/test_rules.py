@@ -19,7 +19,7 @@ def _nodes():
     return {"Param": a, "Data": X, "Const": ex.Const(2.0), "Unary": ld.exp(a), "Binary": a * s,
             "Gather": a[g], "Slice": a[1:], "MatVec": X @ a, "Sum": ld.sum(a), "Element": a[-1],
             "LogPdf": ld.Normal(s, 2.0).logpdf(a), "Length": ex.Length(a),
-            "LogSumExp": ld.logsumexp(a)}
+            "LogSumExp": ld.logsumexp(a), "Ternary": ld.where(a > s, a, 0.0)}
 
 
 def test_every_node_type_has_a_rule():
@@ -39,6 +39,7 @@ def test_an_unknown_node_type_is_a_type_error():
     ("Param", ()), ("Data", ()), ("Const", ()), ("Unary", (AT_ROW,)), ("Binary", (AT_ROW, AT_ROW)),
     ("Gather", (GATHERED, INDEX)), ("Slice", (SHIFTED,)), ("MatVec", (AT_ROW, WHOLE)), ("Sum", (WHOLE,)),
     ("Element", (WHOLE,)), ("LogPdf", (AT_ROW, AT_ROW, AT_ROW)), ("Length", (WHOLE,)), ("LogSumExp", (WHOLE,)),
+    ("Ternary", (AT_ROW, AT_ROW, AT_ROW)),
 ])
 def test_access_kinds_of_each_node_type(kind, reads):
     node = _nodes()[kind]
@@ -52,7 +53,7 @@ def test_attributes_of_each_node_type():
                      "Unary": {"elementwise"}, "Binary": {"elementwise"}, "Gather": set(),
                      "Slice": set(), "MatVec": set(), "Sum": {"reduces"}, "Element": set(),
                      "LogPdf": {"elementwise"}, "Length": set(),
-                     "LogSumExp": {"reduces"}}
+                     "LogSumExp": {"reduces"}, "Ternary": {"elementwise"}}
 
 
 def test_fold_visits_a_shared_sub_expression_once_and_deeper_than_the_stack():
