@@ -70,3 +70,57 @@ def recovered(idata, truth, sds=4.0):
                       f"{'' if inside else '   <- outside'}")
     print("every true value within", sds, "posterior sds:", ok)
     return ok
+
+
+def median_time(fn, budget=0.2):
+    """Median seconds per call of ``fn`` over repeats filling about ``budget`` s."""
+    import time
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    inner = max(1, int(0.01 / once))
+    samples = []
+    for _ in range(max(5, int(budget / (once * inner)))):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - start) / inner)
+    return float(np.median(samples))
+
+
+def jax_or_none():
+    """``(jax, jax.numpy)`` in float64, or None when JAX is not installed (its
+    columns are then left out: it is a peer, never a dependency)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    return jax, jnp
+
+
+def table_and_chart(title, sizes, times, path):
+    """Print ``times`` ({column: [seconds per size]}) as a table of microseconds,
+    and save them as a log-log chart of time per element against size."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = list(times)
+    print(f"\n{title}\n| N | " + " | ".join(f"{c} us" for c in columns) + " |")
+    print("|---:|" + "---:|" * len(columns))
+    for k, n in enumerate(sizes):
+        print(f"| {n:,} | " + " | ".join(f"{times[c][k] * 1e6:.2f}" for c in columns) + " |")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for c in columns:
+        ax.loglog(sizes, np.array(times[c]) / np.array(sizes) * 1e9, marker="o", label=c)
+    ax.set_xlabel("N")
+    ax.set_ylabel("ns per element")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    print(f"saved {path}")
