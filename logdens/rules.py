@@ -44,7 +44,7 @@ class Rule:
     ``reduces``: a reduction, which a term must finish before its own rows.
     """
 
-    param = data = constant = fixed = elementwise = reduces = False
+    param = data = constant = fixed = elementwise = reduces = adds_rows = False
 
     def reads(self, node):
         """The access kind of each child, in the order of ``node.children``."""
@@ -218,9 +218,10 @@ class MatVecRule(Rule):
 
 
 class SumRule(Rule):
-    """``ld.sum(x)``: a scalar over every element of its argument."""
+    """``ld.sum(x)``: a scalar over every element of its argument. ``adds_rows``:
+    a term whose value it is may add ``x``'s rows itself, in its own loop."""
 
-    reduces = True
+    reduces = adds_rows = True
 
     def reads(self, node):
         return (WHOLE,)
@@ -234,6 +235,8 @@ class SumRule(Rule):
 
 class LogSumExpRule(SumRule):
     """``ld.logsumexp(x)``: a reduction like ``ld.sum``."""
+
+    adds_rows = False
 
     def evaluate(self, node, args, values, batch):
         return sp.logsumexp(args[0], axis=-1, keepdims=batch)
