@@ -237,6 +237,22 @@ class LogDensity:
             lps = np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
         return lps, grads
 
+    def log_density_batch(self, thetas, propto=True, jacobian=True):
+        """Log densities ``(K,)`` of the rows of ``thetas``, without gradients.
+
+        One compiled loop over the rows, for ensemble samplers that move many
+        walkers at once (emcee's ``vectorize=True``). Any real array of shape
+        ``(K, dim)`` is accepted; a read-only or non-contiguous one is copied.
+        """
+        thetas = _real(thetas, "thetas")
+        if thetas.ndim != 2 or thetas.shape[1] != self.dim:
+            raise ValueError(f"thetas must have shape (K, {self.dim}), got {thetas.shape}")
+        lps = np.empty(len(thetas))
+        self._module.value_batch(thetas, lps, self.fdata, self.idata, jacobian)
+        if not propto:
+            lps = np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
+        return lps
+
     def _function(self, kind, name):
         """The generated module's ``<kind>_<ident>`` of the observed term ``name``."""
         return getattr(self._module, f"{kind}_{self.layout.term_idents[name]}")

@@ -21,6 +21,8 @@ lowering (``logdens.codegen``):
     int64 n_idata)``.
 ``value(theta, fdata, idata, jacobian)``
     the log density alone.
+``value_batch(thetas, lps, fdata, idata, jacobian)``
+    ``value`` over the rows of ``thetas`` (ensemble samplers: one call per step).
 ``batch(thetas, lps, grads, fdata, idata, jacobian)``
     ``core`` over the rows of ``thetas`` (many chains in one call).
 ``gradient(theta, grad, fdata, idata, jacobian)``
@@ -281,11 +283,15 @@ def _c_entry(layout):
 
 
 def _value_functions(model, layout, blocks):
-    """``value`` (the log density alone) and ``constants`` (the summands ``core`` drops)."""
+    """``value`` (the log density alone), ``value_batch`` (``value`` over rows) and
+    ``constants`` (the summands ``core`` drops)."""
     value, constants = (Lowering(layout, gradient=False, blocks=blocks) for _ in range(2))
     value_terms, constant_terms = _terms(value, model), _terms(constants, model, keep=_dropped)
     return (_function("def value(theta, fdata, idata, jacobian):",
                       _prologue(layout, value) + ["lp = 0.0"] + value_terms + _jacobian(layout, False) + ENDING)
+            + _function("def value_batch(thetas, lps, fdata, idata, jacobian):",
+                        ["for k in range(thetas.shape[0]):",
+                         "    lps[k] = value(thetas[k], fdata, idata, jacobian)"])
             + _function("def constants(theta, fdata, idata):",
                         _prologue(layout, constants) + ["lp = 0.0"] + constant_terms + ["return lp"]))
 

@@ -10,6 +10,8 @@ MAX_TRIES = 100
 def evaluate(entry, theta):
     """Return ``(log density, gradient)`` through a numba entry."""
     theta = np.ascontiguousarray(theta, dtype=np.float64)
+    if not theta.flags.writeable:  # the entry's one signature takes writable arrays
+        theta = theta.copy()
     grad = np.zeros_like(theta)
     value = entry.function(theta, grad, entry.fdata, entry.idata)
     return float(value), grad

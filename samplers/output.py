@@ -257,26 +257,52 @@ def to_datatree(log_density, draws, stats, n_tune, save_warmup, max_depth, attrs
     parts = {"": draws[:, n_warm:]}
     if save_warmup and n_warm > 0:
         parts["warmup_"] = draws[:, :n_warm]
+    groups, coords, dims = draw_groups(log_density, parts, log_likelihood,
+                                       log_likelihood_max_bytes, interrupt, missing)
+    groups["sample_stats"] = stats_dict(stats[:, n_warm:], max_depth)
+    if "warmup_" in parts:
+        groups["warmup_sample_stats"] = stats_dict(stats[:, :n_warm], max_depth)
+    group_attrs = {"posterior": dict(attrs or {}), "sample_stats": dict(attrs or {})}
+    return build_datatree(groups, coords, dims, save_warmup, group_attrs, log_density, parts,
+                          missing), missing
+
+
+def draw_groups(log_density, parts, log_likelihood, log_likelihood_max_bytes, interrupt, missing):
+    """The groups that depend on the draws alone: ``posterior``, ``log_likelihood``
+    (with ``log_likelihood``, when the log density has it) and ``observed_data``,
+    with their coords and dims; parts that fail are left out (reason in ``missing``).
+
+    Parameters
+    ----------
+    log_density : LogDensity
+    parts : dict of str to ndarray
+        Unconstrained draws (chains, n, dim) by group-name prefix (``""``,
+        ``"warmup_"``); ``""`` is present.
+    log_likelihood : bool
+    log_likelihood_max_bytes : float or None
+    interrupt : Interrupt
+    missing : list of str
+
+    Returns
+    -------
+    groups : dict of str to dict of ndarray
+    coords, dims : dict
+    """
     groups, coords, dims = _posterior_groups(log_density, parts, interrupt, missing)
     if log_likelihood and hasattr(log_density, "pointwise_log_likelihood"):
         groups.update(log_likelihood_groups(log_density, parts, log_likelihood_max_bytes,
                                              interrupt, missing))
-    groups["sample_stats"] = stats_dict(stats[:, n_warm:], max_depth)
-    if "warmup_" in parts:
-        groups["warmup_sample_stats"] = stats_dict(stats[:, :n_warm], max_depth)
     if hasattr(log_density, "observed_data"):
         observed = interrupt.optional("observed_data", lambda: {
             k: np.asarray(v) for k, v in log_density.observed_data().items()}, missing)
         if observed is not None:
             groups["observed_data"] = observed
-    group_attrs = {"posterior": dict(attrs or {}), "sample_stats": dict(attrs or {})}
-    return _from_dict(groups, coords, dims, save_warmup, group_attrs, log_density, parts,
-                      missing), missing
+    return groups, coords, dims
 
 
-def _from_dict(groups, coords, dims, save_warmup, attrs, log_density, parts, missing):
+def build_datatree(groups, coords, dims, save_warmup, attrs, log_density, parts, missing):
     """``arviz_base.from_dict``; when it rejects the groups, the draws alone
-    (unconstrained posterior and sample statistics)."""
+    (unconstrained posterior and sample statistics), with the reason in ``missing``."""
     try:
         return from_dict(groups, coords=coords or None, dims=dims or None,
                          save_warmup=bool(save_warmup), attrs=attrs)

@@ -619,3 +619,44 @@ def test_likelihood_potential_errors():
     assert "one" not in density.observed_data()
     with pytest.raises(KeyError, match="no observed term or likelihood 'a'"):
         density.per_sample_gradient(np.zeros(3), "a")
+
+
+def _layouts(thetas):
+    """``thetas`` as a read-only, a strided, a Fortran-order and a big-endian array."""
+    frozen = thetas.copy()
+    frozen.flags.writeable = False
+    strided = np.repeat(thetas, 2, axis=1)[:, ::2]
+    return {"read-only": frozen, "strided": strided, "fortran": np.asfortranarray(thetas),
+            "rows skipped": np.repeat(thetas, 2, axis=0)[::2], "big-endian": thetas.astype(">f8"),
+            "list": thetas.tolist()}
+
+
+@pytest.mark.parametrize("backend", ["cpu", "python"])
+def test_log_density_batch_equals_log_density_per_row(hierarchical, backend):
+    """The compiled value-only loop gives ``log_density`` of each row, for every
+    ``propto``/``jacobian`` setting, with a row outside the support as ``-inf``."""
+    density = _small_density(backend)
+    thetas = np.random.default_rng(6).normal(size=(5, density.dim))
+    thetas[3, 3:6] = np.nan  # a NaN in the ordered block: outside the support
+    for propto in (True, False):
+        for jacobian in (True, False):
+            lps = density.log_density_batch(thetas, propto=propto, jacobian=jacobian)
+            expected = [density.log_density(t, propto=propto, jacobian=jacobian) for t in thetas]
+            assert lps.shape == (5,) and lps[3] == -np.inf
+            np.testing.assert_allclose(lps, expected, rtol=1e-13)
+    if backend == "cpu":
+        thetas = np.random.default_rng(7).normal(size=(4, hierarchical.dim))
+        np.testing.assert_allclose(hierarchical.log_density_batch(thetas),
+                                   [hierarchical.log_density(t) for t in thetas], rtol=1e-13)
+
+
+def test_log_density_batch_takes_any_layout_of_rows(hierarchical):
+    thetas = np.random.default_rng(8).normal(size=(3, hierarchical.dim))
+    expected = hierarchical.log_density_batch(thetas)
+    for name, other in _layouts(thetas).items():
+        np.testing.assert_array_equal(hierarchical.log_density_batch(other), expected, err_msg=name)
+    assert hierarchical.log_density_batch(np.empty((0, hierarchical.dim))).shape == (0,)
+    with pytest.raises(ValueError, match=r"thetas must have shape \(K, 10\)"):
+        hierarchical.log_density_batch(thetas[0])
+    with pytest.raises(ValueError, match="thetas must be real"):
+        hierarchical.log_density_batch(thetas + 0j)
