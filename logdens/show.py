@@ -90,27 +90,18 @@ class ExprPrinter:
             return self._unary(node)
         if kind is ex.Binary:
             return self._binary(node)
-        if kind is ex.Ternary:
-            return f"{node.op}({', '.join(self(c) for c in node.children)})", ATOM
         if kind is ex.Gather:
             return f"{self._operand(node.children[0], ATOM)}[{self(node.children[1])}]", ATOM
         if kind is ex.Slice:
             return f"{self._operand(node.children[0], ATOM)}[{_slice(node)}]", ATOM
+        if kind is ex.Element:
+            return f"{self._operand(node.children[0], ATOM)}[{node.position}]", ATOM
         if kind is ex.MatVec:
             p = _PRECEDENCE["@"]
             return f"{self._operand(node.children[0], p)} @ {self._operand(node.children[1], p + 1)}", p
-        if kind is ex.Sum:
-            return f"sum({self(node.children[0])})", ATOM
-        if kind is ex.LogSumExp:
-            return f"logsumexp({self(node.children[0])})", ATOM
-        if kind is ex.Length:
-            return f"len({self(node.children[0])})", ATOM
-        if kind is ex.Element:
-            return f"{self._operand(node.children[0], ATOM)}[{node.position}]", ATOM
-        if kind is ex.LogPdf:
-            x, *params = (self(c) for c in node.children)
-            return f"{node.spec.name}({', '.join(params)}).logpdf({x})", ATOM
-        return node.label(), ATOM  # a node type this printer does not know yet
+        # the rest read as calls (sum(x), where(c, a, b), Normal(mu, s).logpdf(y)):
+        # the node's own label with its children rendered here
+        return node._format([self(c) for c in node.children]), ATOM
 
     def _unary(self, node):
         if node.op == "neg":
