@@ -216,7 +216,7 @@ def _converged(f_old, f, grad, s, pairs, tol):
     return ""
 
 
-def lbfgs(fun, x0, history_size=6, max_iters=1000, tolerances=Tolerances()):
+def lbfgs(fun, x0, history_size=5, max_iters=1000, tolerances=Tolerances()):
     """Minimize ``fun`` with L-BFGS, recording every iterate.
 
     Parameters

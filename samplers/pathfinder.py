@@ -230,7 +230,7 @@ def _elbo(entry, approx, rng, num_draws):
     return float(np.mean(log_densities(entry, draws) - log_q))
 
 
-def single_path(entry, dim, rng, init=None, draws=1000, history_size=6, num_elbo_draws=25,
+def single_path(entry, dim, rng, init=None, draws=1000, history_size=5, num_elbo_draws=25,
                 max_iters=1000, tolerances=Tolerances()):
     """Run one Pathfinder path (the paper's Algorithm 1).
 
@@ -403,7 +403,7 @@ def _run(log_density, seed, num_paths, draws, init, psis_resample, path_options)
                               **path_options)
 
 
-def pathfinder(model, num_paths=4, draws=1000, seed=0, init=None, history_size=6,
+def pathfinder(model, num_paths=4, draws=1000, seed=0, init=None, history_size=5,
                num_elbo_draws=25, max_iters=1000, psis_resample=True, tolerances=Tolerances(),
                log_likelihood=True, log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
     """Approximate the posterior with (multi-path) Pathfinder.
@@ -424,7 +424,7 @@ def pathfinder(model, num_paths=4, draws=1000, seed=0, init=None, history_size=6
         Unconstrained start, shape (dim,) or (num_paths, dim); default
         uniform(-2, 2) per coordinate, as :func:`samplers.nuts`.
     history_size : int
-        L-BFGS history ``J`` (the paper's 6; Stan's default is 5).
+        L-BFGS history ``J``: Stan's default 5 (the paper used 6).
     num_elbo_draws : int
         Draws per ELBO estimate ``K`` (Stan's 25).
     max_iters : int
