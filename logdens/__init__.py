@@ -11,7 +11,7 @@ from logdens.distributions import *  # noqa: F401,F403  (every distribution clas
 from logdens.distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
                                        positive, positive_ordered, real, simplex, unit_interval)
 from logdens.expr import FUNCTIONS as _FUNCTIONS
-from logdens.expr import ModelError, dot, inv_logit, logsumexp, mean, sigmoid, sum  # noqa: F401
+from logdens.expr import ModelError, cumsum, dot, inv_logit, logsumexp, mean, sigmoid, sum  # noqa: F401
 from logdens.model import Model  # noqa: F401
 
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS
@@ -23,12 +23,19 @@ _SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace", "pathfinder", "ad
 
 _PREDICTIVE = ("sample_prior_predictive", "sample_posterior_predictive")
 
+_DISTRIBUTED = ("map_fits", "nuts_distributed", "ShardedLogDensity", "fit_seeds")
+
 
 def __getattr__(name):
     """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
     ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.from_draws``,
     ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``: imported on first use (they load ArviZ,
-    the samplers their own kernels too)."""
+    the samplers their own kernels too); ``ld.map_fits``, ``ld.nuts_distributed``,
+    ``ld.ShardedLogDensity``, ``ld.fit_seeds`` from ``logdens.distributed`` (Dask itself
+    is imported when they run)."""
+    if name in _DISTRIBUTED:
+        from logdens import distributed
+        return getattr(distributed, name)
     if name in _PREDICTIVE:  # imports ArviZ on first use, as the samplers do
         from logdens import predictive
         return getattr(predictive, name)

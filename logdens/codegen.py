@@ -307,6 +307,50 @@ class Lowering:
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(node.children[0], child, a, b)
 
+    def _value_cumsum(self, node, var, block, outer, index):
+        """``cumsum(x)``: read at ``index`` from ``h<n>``, the running sums computed
+        once per term before its rows (``_running_sums``); the adjoint added into
+        ``ah<n>`` there."""
+        h = self._running_sums(node, outer)
+        block.forward.append(f"{var} = {self._element(h, block, index)}  # {node.label()}")
+        if not self.needs_grad(node.children[0]):
+            return None
+        return lambda a, b: [f"{self._element(f'a{h}', block, index)} += {a}"]
+
+    def _running_sums(self, node, outer):
+        """The workspace of ``node``'s running sums, set up on the term's first read.
+
+        With a gradient, ``ah<n>`` collects every read's adjoint, and a record of
+        ``outer`` (after the records of what reads the sums, so its rule runs
+        after theirs) sweeps it back: element ``k``'s adjoint is the sum of
+        ``ah[k:]``, sent through ``x`` element by element. Per-sample rows run
+        the sweep after each row and clear ``ah`` (their cost grows as n^2).
+        """
+        if id(node) in self.running:
+            return self.running[id(node)]
+        source, n = node.children[0], self.fresh("c")[1:]
+        h, length = f"h{n}", self.length(node)
+        self.running[id(node)] = h
+        ahead = Block(self.fresh("i"), length)
+        element = self.value(source, ahead, outer, ahead.index)
+        self._workspace(h, length)
+        outer.forward += ([f"t{n} = 0.0", f"for {ahead.index} in range({length}):  # {h}: {node.label()}"]
+                          + indent(ahead.forward + [f"t{n} += {element}", f"{h}[{ahead.index}] = t{n}"]))
+        if not self.needs_grad(source):
+            return h
+        self._workspace(f"a{h}", length)
+        outer.forward.append(f"a{h}[:] = 0.0")
+
+        def sweep(a, b):
+            back = Block(self.fresh("i"), length)
+            x = self.value(source, back, outer, back.index)
+            self._push(source, x, f"r{n}", back, into=back.reverse)
+            body = back.forward + self._adjoint_inits(back) + self._reverse(back)
+            return ([f"r{n} = 0.0", f"for {back.index} in range({length} - 1, -1, -1):",
+                     f"    r{n} += a{h}[{back.index}]"] + indent(body) + ([f"a{h}[:] = 0.0"] if self.per_row else []))
+        outer.records.append((f"v{n}", sweep, node))
+        return h
+
     def _value_element(self, node, var, block, outer, index):
         """``source[k]``: a scalar, so computed once in ``outer`` (see ``value``)."""
         k = self.fresh("k")
@@ -442,7 +486,7 @@ class Lowering:
         if rules.rule(node).data:
             return f"n_{self.layout.data_ident(node)}"
         at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
-                  if access in rules.AT_ITS_ROW and c.shape != ()]
+                  if access in rules.SAME_PLATE and c.shape != ()]
         return self.length(at_row[0]) if at_row else str(node.shape[0])
 
     # ----- terms --------------------------------------------------------
@@ -464,6 +508,7 @@ class Lowering:
         loop = Block(self.fresh("i"), self.length(plate) if plate is not None else "1")
         self.row, self.term_loop, self.blocked = loop.index, loop, []
         self.gathered, self.gathered_index, self.gathered_views, self.gathered_order = [], {}, {}, {}
+        self.running = {}  # id(cumsum node) -> its workspace of running sums, this term's
         self.row_events = self.per_row and any(
             self.layout.params[name].transform.event for name in term.params_read())
         if self.assign_first and not (self.per_row or chunked):
@@ -720,5 +765,5 @@ VALUE_RULES = {
     ex.Gather: Lowering._value_gather, ex.Slice: Lowering._value_slice,
     ex.MatVec: Lowering._value_product, ex.Sum: Lowering._value_sum, ex.LogPdf: Lowering._value_logpdf,
     ex.Element: Lowering._value_element, ex.Length: Lowering._value_length,
-    ex.LogSumExp: Lowering._value_logsumexp,
+    ex.LogSumExp: Lowering._value_logsumexp, ex.Cumsum: Lowering._value_cumsum,
 }

@@ -344,6 +344,18 @@ class LogSumExp(Expr):
         return f"logsumexp({children[0]})"
 
 
+class Cumsum(Expr):
+    """The cumulative sum of a vector: element ``i`` is ``x[0] + ... + x[i]``."""
+
+    def __init__(self, arg):
+        if arg.ndim != 1:
+            raise ModelError(f"cumsum({arg.label()}): only vectors have a cumulative sum")
+        self.children, self.shape = (arg,), arg.shape
+
+    def _format(self, children):
+        return f"cumsum({children[0]})"
+
+
 class Length(Expr):
     """The length of a vector expression's plate as a number, read at run time (a
     data array's length may change with ``set_data``): ``ld.mean``'s divisor."""
@@ -430,6 +442,11 @@ def logsumexp(x):
     pair of expressions, ``ld.logaddexp``)."""
     x = as_expr(x)
     return x if x.shape == () else LogSumExp(x)
+
+
+def cumsum(x):
+    """Cumulative sum of a vector (a latent random walk: ``cumsum(sigma * z)``)."""
+    return Cumsum(as_expr(x))
 
 
 def dot(a, b):

@@ -79,9 +79,10 @@ def _reads(term, layout):
         if not row:
             continue
         kinds = node_rule.reads(node)
-        # a vector parameter at the rows (``rate[i]``) or a slice (element
-        # ``start + step * i``) pairs each row with a position: sorting breaks it
-        row_only = row_only and not (node_rule.param and vector) and rules.SHIFTED not in kinds
+        # a vector parameter at the rows (``rate[i]``), a slice (element
+        # ``start + step * i``) or a cumulative sum (elements ``0 .. i``) pairs
+        # each row with a position: sorting breaks it
+        row_only = row_only and not (node_rule.param and vector) and not rules.POSITIONAL & set(kinds)
         if any(c.depends_on_params() for c in _read_as(node, kinds, rules.GATHERED)):
             indices += [layout.data_name(c) for c in _read_as(node, kinds, rules.INDEX)]
     return at_row, other, indices, row_only

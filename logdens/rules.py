@@ -28,11 +28,17 @@ GATHERED = "gathered"
 SHIFTED = "shifted"
 #: Every element, in every row (the vector of ``X @ beta``, the argument of a sum).
 WHOLE = "whole"
+#: The elements up to the node's own row, in every row (the argument of a cumulative sum).
+PREFIX = "prefix"
 
 #: Access kinds that read the child at the node's own row.
 AT_ITS_ROW = frozenset({AT_ROW, INDEX})
 #: Access kinds that read one element of the child per row, at the row or elsewhere.
 ONE_PER_ROW = frozenset({AT_ROW, INDEX, GATHERED, SHIFTED})
+#: Access kinds that pair each row with a position of the child: sorting the rows breaks them.
+POSITIONAL = frozenset({SHIFTED, PREFIX})
+#: Access kinds whose node has the plate of the child they read.
+SAME_PLATE = frozenset({AT_ROW, INDEX, PREFIX})
 
 
 class Rule:
@@ -186,6 +192,22 @@ class ElementRule(Rule):
         return None
 
 
+class CumsumRule(Rule):
+    """``ld.cumsum(x)``: row ``i`` is the sum of ``x``'s elements ``0 .. i``; the
+    whole vector is computed before the term's rows (``reduces``)."""
+
+    reduces = True
+
+    def reads(self, node):
+        return (PREFIX,)
+
+    def evaluate(self, node, args, values, batch):
+        return np.cumsum(args[0], axis=-1)
+
+    def length(self, node, below, ctx):
+        return below[0]
+
+
 class LengthRule(Rule):
     """``len(x)``: a number from the child's run-time plate length, no adjoint."""
 
@@ -248,6 +270,7 @@ RULES = {
     ex.Gather: GatherRule(),
     ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(), ex.LogPdf: LogPdfRule(),
     ex.Element: ElementRule(), ex.Length: LengthRule(), ex.LogSumExp: LogSumExpRule(),
+    ex.Cumsum: CumsumRule(),
 }
 
 

@@ -8,7 +8,7 @@ import logdens as ld
 from logdens import expr as ex
 from logdens import rules
 from logdens.layout import Layout
-from logdens.rules import AT_ITS_ROW, AT_ROW, GATHERED, INDEX, ONE_PER_ROW, SHIFTED, WHOLE
+from logdens.rules import AT_ITS_ROW, AT_ROW, GATHERED, INDEX, ONE_PER_ROW, PREFIX, SHIFTED, WHOLE
 
 
 def _nodes():
@@ -19,7 +19,8 @@ def _nodes():
     return {"Param": a, "Data": X, "Const": ex.Const(2.0), "Unary": ld.exp(a), "Binary": a * s,
             "Gather": a[g], "Slice": a[1:], "MatVec": X @ a, "Sum": ld.sum(a), "Element": a[-1],
             "LogPdf": ld.Normal(s, 2.0).logpdf(a), "Length": ex.Length(a),
-            "LogSumExp": ld.logsumexp(a), "Ternary": ld.where(a > s, a, 0.0)}
+            "LogSumExp": ld.logsumexp(a), "Ternary": ld.where(a > s, a, 0.0),
+            "Cumsum": ld.cumsum(a)}
 
 
 def test_every_node_type_has_a_rule():
@@ -39,7 +40,7 @@ def test_an_unknown_node_type_is_a_type_error():
     ("Param", ()), ("Data", ()), ("Const", ()), ("Unary", (AT_ROW,)), ("Binary", (AT_ROW, AT_ROW)),
     ("Gather", (GATHERED, INDEX)), ("Slice", (SHIFTED,)), ("MatVec", (AT_ROW, WHOLE)), ("Sum", (WHOLE,)),
     ("Element", (WHOLE,)), ("LogPdf", (AT_ROW, AT_ROW, AT_ROW)), ("Length", (WHOLE,)), ("LogSumExp", (WHOLE,)),
-    ("Ternary", (AT_ROW, AT_ROW, AT_ROW)),
+    ("Ternary", (AT_ROW, AT_ROW, AT_ROW)), ("Cumsum", (PREFIX,)),
 ])
 def test_access_kinds_of_each_node_type(kind, reads):
     node = _nodes()[kind]
@@ -53,7 +54,8 @@ def test_attributes_of_each_node_type():
                      "Unary": {"elementwise"}, "Binary": {"elementwise"}, "Gather": set(),
                      "Slice": set(), "MatVec": set(), "Sum": {"reduces"}, "Element": set(),
                      "LogPdf": {"elementwise"}, "Length": set(),
-                     "LogSumExp": {"reduces"}, "Ternary": {"elementwise"}}
+                     "LogSumExp": {"reduces"}, "Ternary": {"elementwise"},
+                     "Cumsum": {"reduces"}}
 
 
 def test_fold_visits_a_shared_sub_expression_once_and_deeper_than_the_stack():
