@@ -17,7 +17,7 @@ from logdens.model import Model  # noqa: F401
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS
 globals().update(_FUNCTIONS)
 
-_SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "find_map", "laplace", "pathfinder", "advi",
+_SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "chees", "find_map", "laplace", "pathfinder", "advi",
                          "pointwise_log_likelihood")
 
 
@@ -27,7 +27,7 @@ _DISTRIBUTED = ("map_fits", "nuts_distributed", "ShardedLogDensity", "fit_seeds"
 
 
 def __getattr__(name):
-    """``ld.nuts``, ``ld.hmc``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
+    """``ld.nuts``, ``ld.hmc``, ``ld.chees``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
     ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.from_draws``,
     ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``: imported on first use (they load ArviZ,
     the samplers their own kernels too); ``ld.map_fits``, ``ld.nuts_distributed``,
