@@ -445,8 +445,10 @@ def logsumexp(x):
 
 
 def cumsum(x):
-    """Cumulative sum of a vector (a latent random walk: ``cumsum(sigma * z)``)."""
-    return Cumsum(as_expr(x))
+    """Cumulative sum of a vector (a latent random walk: ``cumsum(sigma * z)``);
+    a scalar is its own."""
+    x = as_expr(x)
+    return x if x.shape == () else Cumsum(x)
 
 
 def dot(a, b):
