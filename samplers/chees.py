@@ -49,7 +49,7 @@ from .chees_adaptation import (
     trajectory_final, trajectory_init, trajectory_rescale, trajectory_update)
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from .kernel import STAT_NAMES
-from .diagnostics import SamplerWarning, _sampler_messages, bulk_ess, rank_rhat
+from .diagnostics import SamplerWarning, sampler_warnings
 from .external import external_entry
 from .initial_point import find_initial_point, per_chain_inits
 from .interrupt import Interrupt
@@ -669,7 +669,6 @@ CHUNK_SECONDS = 0.2
 #: Total bulk ESS below which a run warns: Vehtari et al. (2021)'s 400, which
 #: for many chains replaces their "100 per chain" (64 chains would ask for 6,400).
 MIN_ESS = 400
-MAX_RHAT = 1.01
 
 
 def _run(advance, ens, prop, ad, schedule, iconf, fconf, interrupt, n_total, progress):
@@ -692,24 +691,6 @@ def _run(advance, ens, prop, ad, schedule, iconf, fconf, interrupt, n_total, pro
             it = done
             size = int(min(100, max(1, CHUNK_SECONDS / max(per_iter, 1e-9))))
     return draws[:, :it], stats[:, :it], it
-
-
-def _messages(idata):
-    """Divergences and E-BFMI as after NUTS; R-hat, and ESS against :data:`MIN_ESS`."""
-    ss = idata["sample_stats"]
-    stats = {k: ss[k].values for k in ("diverging", "tree_depth", "energy")}
-    chains, n = stats["energy"].shape
-    if n < 4:
-        return []
-    msgs = _sampler_messages(stats, None)
-    flat = np.concatenate([v.values.reshape(chains, n, -1)
-                           for v in idata["posterior"].data_vars.values()], axis=2)
-    rhat, ess = np.nanmax(rank_rhat(flat)), np.nanmin(bulk_ess(flat))
-    if rhat > MAX_RHAT:
-        msgs.append(f"max R-hat is {rhat:.3f} (> {MAX_RHAT}); chains have not mixed")
-    if ess < MIN_ESS:
-        msgs.append(f"min bulk ESS is {ess:.0f} (< {MIN_ESS}); estimates are unreliable")
-    return msgs
 
 
 def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_ACCEPT,
@@ -816,7 +797,7 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         messages = []
         if n_done > tune and n_done == tune + draws:
             messages = interrupt.optional("the convergence diagnostics",
-                                          lambda: _messages(idata), missing)
+                                          lambda: sampler_warnings(idata, None, MIN_ESS), missing)
     if n_done < tune + draws:
         warnings.warn(f"sampling interrupted: {n_done} of {tune + draws} iterations per "
                       "chain kept", SamplerWarning, stacklevel=2)

@@ -169,7 +169,9 @@ def _bulk_ess(s, normalized):
     return np.where(constant, float(s.shape[0] * s.shape[1]), _ess(normalized))
 
 
-def _convergence_messages(idata, chains, n_draws):
+def _convergence_messages(idata, chains, n_draws, min_ess=None):
+    """R-hat above ``MAX_RHAT``, and a bulk ESS below ``min_ess`` (default
+    ``MIN_ESS_PER_CHAIN`` per chain)."""
     msgs = []
     if chains < 2 or n_draws < 4:
         return msgs
@@ -177,16 +179,18 @@ def _convergence_messages(idata, chains, n_draws):
                            for v in idata["posterior"].data_vars.values()], axis=2)
     s = _split(flat)
     normalized = _rank_normalize(s)  # shared by R-hat and ESS
-    max_rhat, min_ess = np.nanmax(_rank_rhat(s, normalized)), np.nanmin(_bulk_ess(s, normalized))
+    max_rhat, ess_min = np.nanmax(_rank_rhat(s, normalized)), np.nanmin(_bulk_ess(s, normalized))
     if max_rhat > MAX_RHAT:
         msgs.append(f"max R-hat is {max_rhat:.3f} (> {MAX_RHAT}); chains have not mixed")
-    if min_ess < MIN_ESS_PER_CHAIN * chains:
-        msgs.append(f"min bulk ESS is {min_ess:.0f} (< {MIN_ESS_PER_CHAIN} per chain "
+    if min_ess is not None and ess_min < min_ess:
+        msgs.append(f"min bulk ESS is {ess_min:.0f} (< {min_ess}); estimates are unreliable")
+    elif min_ess is None and ess_min < MIN_ESS_PER_CHAIN * chains:
+        msgs.append(f"min bulk ESS is {ess_min:.0f} (< {MIN_ESS_PER_CHAIN} per chain "
                     f"x {chains} chains); estimates are unreliable")
     return msgs
 
 
-def sampler_warnings(idata, max_depth):
+def sampler_warnings(idata, max_depth, min_ess=None):
     """Return the diagnostic messages of a run (empty when all is well).
 
     Parameters
@@ -194,7 +198,10 @@ def sampler_warnings(idata, max_depth):
     idata : DataTree
         With ``posterior`` and ``sample_stats``.
     max_depth : int or None
-        NUTS maximum tree depth (None for static HMC).
+        NUTS maximum tree depth (None for static HMC, ChEES).
+    min_ess : float, optional
+        Total bulk ESS below which to warn; default ``MIN_ESS_PER_CHAIN`` per
+        chain (many-chain samplers pass a total instead).
 
     Returns
     -------
@@ -205,4 +212,5 @@ def sampler_warnings(idata, max_depth):
     chains, n_draws = stats["energy"].shape
     if n_draws == 0:
         return []
-    return _sampler_messages(stats, max_depth) + _convergence_messages(idata, chains, n_draws)
+    return (_sampler_messages(stats, max_depth)
+            + _convergence_messages(idata, chains, n_draws, min_ess))
