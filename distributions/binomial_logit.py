@@ -16,7 +16,6 @@ from .constraints import integer_interval, nonnegative_integer, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
-from . import random
 from .binomial import small_p_rvs
 from .special import logistic
 from .special import lchoose

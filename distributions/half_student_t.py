@@ -15,7 +15,6 @@ from .constraints import nonnegative, positive
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
-from . import random
 from .student_t import standard_rvs
 from .special import LOG_2
 from .student_t import logpdf as t_logpdf, logpdf_grad as t_logpdf_grad

@@ -24,7 +24,6 @@ from .constraints import nonnegative_integer, positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
-from . import random
 from . import poisson
 from .negative_binomial import log_rate_rvs
 from .special import (

@@ -16,7 +16,6 @@ from .constraints import nonnegative_integer, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
-from . import random
 from . import poisson
 from .special import LOG_FLOAT_MAX
 

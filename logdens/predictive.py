@@ -28,7 +28,6 @@ import warnings
 
 import numpy as np
 
-from logdens import dims as dimensions
 from logdens import validate
 from logdens.distributions import random
 from logdens.distributions.constraints import contains, resolve_bounds
