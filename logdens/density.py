@@ -233,9 +233,7 @@ class LogDensity:
             raise ValueError(f"thetas must have shape (K, {self.dim}), got {thetas.shape}")
         lps, grads = np.empty(len(thetas)), np.empty_like(thetas)
         self._module.batch(thetas, lps, grads, self.fdata, self.idata, jacobian)
-        if not propto:
-            lps = np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
-        return lps, grads
+        return (lps if propto else self._with_constants(lps, thetas)), grads
 
     def log_density_batch(self, thetas, propto=True, jacobian=True):
         """Log densities ``(K,)`` of the rows of ``thetas``, without gradients.
@@ -249,9 +247,11 @@ class LogDensity:
             raise ValueError(f"thetas must have shape (K, {self.dim}), got {thetas.shape}")
         lps = np.empty(len(thetas))
         self._module.value_batch(thetas, lps, self.fdata, self.idata, jacobian)
-        if not propto:
-            lps = np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
-        return lps
+        return lps if propto else self._with_constants(lps, thetas)
+
+    def _with_constants(self, lps, thetas):
+        """``_with_constant`` of every row."""
+        return np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
 
     def _function(self, kind, name):
         """The generated module's ``<kind>_<ident>`` of the observed term ``name``."""
