@@ -71,11 +71,6 @@ class _Source:
         return {t.name: np.asarray(evaluate(t.value, self.data))
                 for t in self.model.terms if t.kind == "observe"}
 
-    def named_data(self):
-        """Named data that no term observes (PyMC's ``constant_data``)."""
-        observed = {t.name for t in self.model.terms if t.kind == "observe"}
-        return {k: v for k, v in self.data.items() if k not in observed}
-
 
 def _at_draws(node, values, n):
     """The value of expression ``node`` at ``n`` draws, with a leading draw axis.
