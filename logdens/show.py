@@ -120,6 +120,8 @@ class ExprPrinter:
         p = _PRECEDENCE[symbol]
         if symbol == "**":  # right-associative: a ** b ** c is a ** (b ** c)
             return f"{self._operand(left, p + 1)} ** {self._operand(right, p)}", p
+        if p == _PRECEDENCE["<"]:  # comparisons chain in Python: (a < b) < c keeps its parentheses
+            return f"{self._operand(left, p + 1)} {symbol} {self._operand(right, p + 1)}", p
         # left-associative: a - (b - c) keeps its parentheses, (a - b) - c does not need them
         return f"{self._operand(left, p)} {symbol} {self._operand(right, p + 1)}", p
 

@@ -164,3 +164,14 @@ def test_graphviz_missing_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "graphviz", None)  # import graphviz now raises ImportError
     with pytest.raises(ImportError, match=r"pip install graphviz .*logdens\[viz\]"):
         eight_schools().to_graphviz()
+
+
+def test_comparisons_are_shown_as_python_reads_them():
+    """Python chains ``a < b < c``; a comparison of a comparison keeps its parentheses."""
+    from logdens.show import ExprPrinter
+    m = ld.Model()
+    a, b, c = m.param("a"), m.param("b"), m.param("c")
+    printer = ExprPrinter()
+    assert printer((a < b) < c) == "(a < b) < c"
+    assert printer(a + 1 < b * 2) == "a + 1 < b * 2"
+    assert printer(ld.where(a >= 0.5, a, -a)) == "where(a >= 0.5, a, -a)"
