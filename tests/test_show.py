@@ -171,7 +171,7 @@ def test_comparisons_are_shown_as_python_reads_them():
     from logdens.show import ExprPrinter
     m = ld.Model()
     a, b, c = m.param("a"), m.param("b"), m.param("c")
-    printer = ExprPrinter()
-    assert printer((a < b) < c) == "(a < b) < c"
-    assert printer(a + 1 < b * 2) == "a + 1 < b * 2"
-    assert printer(ld.where(a >= 0.5, a, -a)) == "where(a >= 0.5, a, -a)"
+    # a printer per expression: its memo is keyed by node identity, for one model's live nodes
+    assert ExprPrinter()((a < b) < c) == "(a < b) < c"
+    assert ExprPrinter()(a + 1 < b * 2) == "a + 1 < b * 2"
+    assert ExprPrinter()(ld.where(a >= 0.5, a, -a)) == "where(a >= 0.5, a, -a)"
