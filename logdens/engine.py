@@ -130,7 +130,9 @@ def _jacobian(layout, gradient, value=True):
 
 
 def _function(header, body, decorator=JIT):
-    return [f"@{decorator}", header] + indent(tidy(body)) + [""]
+    """A decorated function; ``pass`` for an empty body (the gradient of a model
+    with no parameters and no terms)."""
+    return [f"@{decorator}", header] + indent(tidy(body) or ["pass"]) + [""]
 
 
 def python_twin(source):

@@ -660,3 +660,18 @@ def test_log_density_batch_takes_any_layout_of_rows(hierarchical):
         hierarchical.log_density_batch(thetas[0])
     with pytest.raises(ValueError, match="thetas must be real"):
         hierarchical.log_density_batch(thetas + 0j)
+
+
+@pytest.mark.parametrize("observed", [False, True])
+def test_a_model_without_parameters_compiles(observed):
+    """Every generated function has a body (an empty one is ``pass``): a model
+    with no parameters, with or without a term, evaluates at the empty theta."""
+    m = ld.Model()
+    if observed:
+        m.observe("y", ld.Normal(0.0, 1.0), np.array([0.5, -1.0]))
+    density = m.compile()
+    theta = np.zeros(0)
+    assert density.dim == 0 and density.gradient(theta).shape == (0,)
+    want = float(np.sum(stats.norm.logpdf([0.5, -1.0]))) if observed else 0.0
+    assert density.log_density(theta, propto=False) == pytest.approx(want, rel=1e-14)
+    assert density.log_density_gradient(theta)[1].shape == (0,)
