@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 import logdens as ld  # noqa: E402
-from engine_models import (hierarchical, hierarchical_sorted, logistic, normal, poisson,  # noqa: E402
-                           potential)
+from engine_models import (bernoulli_logit, hierarchical, hierarchical_sorted, logistic, normal,  # noqa: E402
+                           poisson, potential)
 
 
 def median_time(fn, budget=0.3):
@@ -203,19 +203,25 @@ def compile_times(build, n):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes, shorter timing")
+    parser.add_argument("--models", help="comma-separated subset of the models (default: all)")
+    parser.add_argument("--no-compile-times", action="store_true", help="skip the compile-time table")
     args = parser.parse_args()
     budget = 0.1 if args.quick else 0.3
     rng = np.random.default_rng(0)
     sizes = {
         "poisson": [100, 10_000, 1_000_000] if args.quick else [100, 1_000, 10_000, 100_000, 1_000_000],
         "normal": [10, 1_000, 100_000] if args.quick else [10, 100, 1_000, 10_000, 100_000],
+        "bernoulli_logit": [1_000, 100_000] if args.quick else [1_000, 10_000, 100_000],
         "potential": [100, 1_000],
         "logistic": [10_000],
         "hierarchical": [20_000],
         "hierarchical_sorted": [20_000],
     }
-    builds = {"poisson": poisson, "normal": normal, "potential": potential, "logistic": logistic,
-              "hierarchical": hierarchical, "hierarchical_sorted": hierarchical_sorted}
+    builds = {"poisson": poisson, "normal": normal, "bernoulli_logit": bernoulli_logit,
+              "potential": potential, "logistic": logistic, "hierarchical": hierarchical,
+              "hierarchical_sorted": hierarchical_sorted}
+    if args.models:
+        sizes = {name: sizes[name] for name in args.models.split(",")}
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line), "?")
     print(f"# {platform.platform()}, {cpu}, one core; numba {numba.__version__} "
           f"(SVML: {numba.config.USING_SVML}), numpy {np.__version__}")
@@ -242,6 +248,8 @@ def main():
                      f"{us['pytensor']:.1f}" if "pytensor" in r else "skipped (no pymc)",
                      f"{r['pytensor'] / r['method']:.1f}" if "pytensor" in r else "-"]
             print("| " + " | ".join(cells) + " |", flush=True)
+    if args.no_compile_times:
+        return
     print("\n| model | N | compile s (empty cache) | ms from the disk cache |\n|---|---|---|---|")
     for name, n in [("poisson", 1000), ("normal", 1000), ("potential", 1000), ("logistic", 10_000),
                     ("hierarchical", 20_000)]:

@@ -102,6 +102,36 @@ def potential(n, rng):
     return m, hand, jax_fn, pymc, rng.normal(scale=0.3, size=n)
 
 
+def bernoulli_logit(n, rng):
+    """Bernoulli log-likelihood gradient w.r.t. a logit vector (identity transform)."""
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    m = ld.Model()
+    m.observe("y", ld.BernoulliLogit(m.param("eta", shape=n)), y)
+
+    @njit(fastmath=True, error_model="numpy")
+    def hand(theta, grad):
+        lp = 0.0
+        for i in range(theta.size):
+            # log p = y eta - log1p(exp(eta)) = y eta - max(eta, 0) - log1p(exp(-|eta|))
+            e = math.exp(-abs(theta[i]))
+            lp += y[i] * theta[i] - max(theta[i], 0.0) - math.log1p(e)
+            p = 1.0 / (1.0 + e) if theta[i] > 0 else e / (1.0 + e)
+            grad[i] = y[i] - p
+        return lp
+
+    def jax_fn(jnp):
+        import jax
+        return lambda t: jnp.sum(y * t - jax.nn.softplus(t))
+
+    def pymc(pm):
+        with pm.Model() as model:
+            eta = pm.Flat("eta", shape=n)
+            pm.Bernoulli("y", logit_p=eta, observed=y)
+        return model
+
+    return m, hand, jax_fn, pymc, rng.normal(size=n)
+
+
 def logistic(n, rng, d=20):
     """Logistic regression: BernoulliLogit(X @ beta + alpha), flat priors."""
     X = rng.normal(size=(n, d))
