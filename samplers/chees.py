@@ -57,6 +57,7 @@ from .metric import Metric, hamiltonian, sample_momentum, velocity
 from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, to_datatree
 from .protocol import ENTRY_TYPE, dimension, numba_entry, resolve
 from .rng import make_state, uniform
+from .sample import _check_integer
 from .step_size import (HEURISTIC_ACCEPT, DualAveragingState, dual_averaging_final,
                         dual_averaging_init, dual_averaging_update)
 
@@ -610,16 +611,6 @@ def _adaptation(dim, seed, step_size, trajectory_length, inv_metric):
         raise ValueError(f"inv_metric must be {dim} positive finite numbers")
     return Adaptation(inv, scalars, np.zeros(1, dtype=np.int64), np.zeros(dim), np.zeros(dim),
                       np.zeros(dim), np.zeros(dim), make_state(seed, JITTER_STREAM))
-
-
-def _check_integer(name, value, low):
-    """ValueError naming the argument unless ``value`` is an integer >= ``low``."""
-    try:
-        ok = int(value) == value and value >= low
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{name}={value!r}; must be an integer >= {low}")
 
 
 def _positive(name, value, allow_none=True):
