@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_parallel import median_time  # noqa: E402
 from machine import describe  # noqa: E402
 
 import logdens as ld  # noqa: E402
@@ -53,16 +54,6 @@ def timed(fn):
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, out
-
-
-def median_time(fn, repeats):
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
 
 
 def many_fits(client, n_rows, chains, log_likelihood):

@@ -19,7 +19,7 @@ from .protocol import resolve
 
 
 def _as_chains(draws, dim):
-    """``draws`` as float64 (chains, n, dim), and whether they were one chain (n, dim)."""
+    """``draws`` as float64 (chains, n, dim); one chain's (n, dim) gets a leading axis."""
     draws = np.asarray(draws)
     if np.iscomplexobj(draws):
         raise ValueError("from_draws: draws must be real, got a complex array")
