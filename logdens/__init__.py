@@ -11,7 +11,8 @@ from logdens.distributions import *  # noqa: F401,F403  (every distribution clas
 from logdens.distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
                                        positive, positive_ordered, real, simplex, unit_interval)
 from logdens.expr import FUNCTIONS as _FUNCTIONS
-from logdens.expr import ModelError, cumsum, dot, inv_logit, logsumexp, mean, sigmoid, sum  # noqa: F401
+from logdens.expr import (ModelError, cumsum, dot, inv_logit, log_softmax, logsumexp, matmul,  # noqa: F401
+                          mean, sigmoid, softmax, sum, transpose)
 from logdens.model import Model  # noqa: F401
 
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS

@@ -36,6 +36,7 @@ from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, tra
 from logdens.layout import module_alias
 from logdens.lines import Accumulator, Workspaces, indent, literal, times
 from logdens.ops import OPS
+from logdens.shaped import ShapedTerm
 from logdens.targets import OWN_ROW, ChunkTarget, Entry, Rows, entry
 
 class Block:
@@ -494,7 +495,10 @@ class Lowering:
         """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``;
         "gradient" adds nothing (the gradient alone: numba then drops the
         arithmetic that only the value needs)."""
-        lines = self._term(term, keep, mode)
+        if rules.shaped(term):
+            lines = ShapedTerm(self, term, keep, mode).lines()
+        else:
+            lines = self._term(term, keep, mode)
         self.touched |= term.params_read()
         return lines
 

@@ -27,7 +27,7 @@ from logdens import dims as dimensions
 from logdens import expr as ex
 from logdens.distributions.constraints import EVENT_CONSTRAINTS, contains, describe
 from logdens.distributions.frozen import _first_violation
-from logdens import validate
+from logdens import rules, validate
 from logdens.evaluate import evaluate
 from logdens.row_order import RowOrder
 
@@ -301,10 +301,12 @@ class LogDensity:
         self._dropped_rows[name] = rows if rows.any() else None
         return self._dropped_rows[name]
 
-    def per_sample_gradient(self, theta, name, sparse=False):
+    def per_sample_gradient(self, theta, name, sparse=False, out=None):
         """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``.
 
-        A dense (n_obs, dim) array, or with ``sparse=True`` a
+        A dense (n_obs, dim) array (written into ``out`` when given: a float64,
+        C-contiguous array of that shape, so a loop over minibatches set by
+        ``set_data`` allocates nothing), or with ``sparse=True`` a
         ``scipy.sparse.csr_array`` of that shape holding only the entries the
         term can touch (``logdens.rows``): for a term that reads most
         parameters one element per row (``a[group]``, a rate vector), a few
@@ -313,9 +315,17 @@ class LogDensity:
         term = self._observed(name)
         n, theta = self._n_obs[term.name], _vector(theta, self.dim)
         if not sparse:
-            rows = np.empty((n, self.dim))
-            self._function("per_sample", term.name)(theta, *self._row_data, rows)
-            return rows
+            if out is None:
+                out = np.empty((n, self.dim))
+            elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (n, self.dim)
+                      and out.flags.c_contiguous and out.flags.writeable):
+                raise ValueError(f"per_sample_gradient: out must be a writeable, C-contiguous float64 array of "
+                                 f"shape {(n, self.dim)}, got {getattr(out, 'dtype', type(out).__name__)} of "
+                                 f"shape {np.shape(out)}")
+            self._function("per_sample", term.name)(theta, *self._row_data, out)
+            return out
+        if out is not None:
+            raise ValueError("per_sample_gradient: out is for the dense rows (sparse=False)")
         width = self._function("SLOTS", term.name)
         # 32-bit indices when they fit, as scipy would make them (by copying).
         index = np.int32 if max(self.dim, n * width) < np.iinfo(np.int32).max else np.int64
@@ -323,6 +333,22 @@ class LogDensity:
         self._function("per_sample_sparse", term.name)(theta, *self._row_data, cols, vals)
         starts = np.arange(0, n * width + 1, width, dtype=index) if width else np.zeros(n + 1, dtype=index)
         return scipy.sparse.csr_array((vals.ravel(), cols.ravel(), starts), shape=(n, self.dim))
+
+    def empirical_fisher(self, theta, name):
+        """The empirical Fisher information of observed term ``name``: the sum over
+        its observations of g_i g_i^T, g_i the per-sample gradient (dim, dim).
+
+        For a term with values with shape the rows are made and multiplied in
+        blocks (no (n_obs, dim) array); for others from the sparse rows.
+        """
+        term = self._observed(name)
+        theta = _vector(theta, self.dim)
+        if rules.shaped(term):
+            fisher = np.zeros((self.dim, self.dim))
+            self._function("fisher", term.name)(theta, *self._row_data, fisher)
+            return fisher
+        rows = self.per_sample_gradient(theta, name, sparse=True)
+        return (rows.T @ rows).toarray()
 
     # ----- constrained space --------------------------------------------
     def param_num(self, include_tp=False):

@@ -39,6 +39,10 @@ lowering (``logdens.codegen``):
 ``per_sample_sparse_<term>(theta, fdata, idata, cols, vals)``
     the gradient rows as ``SLOTS_<term>`` (column, value) pairs per row
     (``logdens.rows``).
+``fisher_<term>(theta, fdata, idata, fisher)``
+    adds the empirical Fisher information of a term with values with shape
+    (``logdens.shaped``), the sum of its rows' outer products, to ``fisher``,
+    a block of rows at a time.
 
 ``<term>`` is the term's identifier in generated code (``Layout.term_idents``),
 never the user's name itself (see ``logdens.layout``).
@@ -49,10 +53,11 @@ import types
 from logdens.distributions.jit import FASTMATH
 from logdens import cache, rules
 from logdens.codegen import Lowering
+from logdens.cpu_blocks import BLOCK
 from logdens.lines import indent, tidy
 from logdens.targets import grad_target
 from logdens.layout import Layout, module_alias
-from logdens.rows import DenseRows, SparseRows
+from logdens.rows import DenseRows, FisherRows, SparseRows
 
 JIT = f"numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={{{', '.join(repr(f) for f in sorted(FASTMATH))}}})"
 C_SIGNATURE = "float64(CPointer(float64), CPointer(float64), CPointer(float64), int64, CPointer(int64), int64)"
@@ -322,7 +327,15 @@ def _observed_functions(model, layout, term, blocks):
     pointwise = _function(f"def pointwise_{ident}(theta, fdata, idata, out, dropped):",
                           _prologue(layout, kept) + ["if dropped:  # data only: called once per data set"]
                           + indent(dropped_terms) + ["else:"] + indent(kept_terms))
-    return (pointwise
+    fisher = []
+    if rules.shaped(term):  # the rows of a block into the Fisher information, none stored
+        lowering = Lowering(layout, gradient=True, per_row=True, target=FisherRows(layout), blocks=blocks)
+        lowering.workspaces.declare("rows", BLOCK, layout.dim)
+        lowering.workspaces.declare("outer", layout.dim, layout.dim)
+        fisher_terms = _terms(lowering, model, "lp", term)
+        fisher = _function(f"def fisher_{ident}(theta, fdata, idata, fisher):",
+                           _prologue(layout, lowering) + ["lp = 0.0"] + fisher_terms)
+    return (pointwise + fisher
             + _function(f"def per_sample_{ident}(theta, fdata, idata, out):",
                         _prologue(layout, dense) + ["lp = 0.0"] + dense_terms)
             + [f"SLOTS_{ident} = {sparse_rows.width}  # per row of per_sample_sparse_{ident}", "", ""]

@@ -27,27 +27,42 @@ LABEL_DEPTH = 4
 
 
 def plate_shape(nodes, what):
-    """The shape of an elementwise combination of ``nodes``: ``()`` or ``(n,)``.
+    """The shape of an elementwise combination of ``nodes``: numpy's broadcasting,
+    without stretching a length-1 axis.
 
     The one shape rule for every place expressions meet (operators, the
-    arguments of a term, a potential): scalars broadcast, vectors must have
-    equal lengths. A length-1 vector does not stretch to length n as in numpy:
-    plate lengths are read at run time, and a data array of length 1 today
-    may have length 5 after ``set_data``. ``what()`` describes the site in the
-    error; it is called only when there is one (labels cost time).
+    arguments of a term, a potential): trailing axes align, missing leading
+    axes broadcast, aligned lengths must be equal. A length-1 axis does not
+    stretch to length n as in numpy: the rows of data are read at run time,
+    and a data array of length 1 today may have length 5 after ``set_data``.
+    ``what()`` describes the site in the error; it is called only when there
+    is one (labels cost time).
     """
-    vectors = [n for n in nodes if n.shape != ()]
-    for node in nodes:
-        if node.ndim > 1:
-            raise ModelError(f"{what()}: {node.label()} has shape {node.shape}; only scalars and "
-                             "1-D vectors can be combined elementwise or be distribution arguments")
-    for node in vectors[1:]:
-        if node.shape != vectors[0].shape:
-            one = " (a length-1 vector does not broadcast: use a scalar)" if 1 in (
-                node.shape[0], vectors[0].shape[0]) else ""
-            raise ModelError(f"{what()}: {vectors[0].label()} has length {vectors[0].shape[0]} but "
-                             f"{node.label()} has length {node.shape[0]}{one}")
-    return vectors[0].shape if vectors else ()
+    shaped = [n for n in nodes if n.shape != ()]
+    if not shaped:
+        return ()
+    if all(n.ndim == 1 for n in shaped):
+        for node in shaped[1:]:
+            if node.shape != shaped[0].shape:
+                one = " (a length-1 vector does not broadcast: use a scalar)" if 1 in (
+                    node.shape[0], shaped[0].shape[0]) else ""
+                raise ModelError(f"{what()}: {shaped[0].label()} has length {shaped[0].shape[0]} but "
+                                 f"{node.label()} has length {node.shape[0]}{one}")
+        return shaped[0].shape
+    widest = max(shaped, key=lambda n: n.ndim)
+    for node in shaped:
+        if node.shape != widest.shape[widest.ndim - node.ndim:]:
+            raise ModelError(f"{what()}: shapes {widest.shape} ({widest.label()}) and {node.shape} "
+                             f"({node.label()}) do not broadcast: trailing axes must have equal lengths "
+                             "(a length-1 axis does not stretch)")
+    return widest.shape
+
+
+def _axis(axis, ndim, what):
+    """``axis`` as a non-negative position among ``ndim`` axes."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+        raise ModelError(f"{what}: axis {axis!r} is out of range for {ndim} axes")
+    return int(axis) % ndim
 
 
 class Expr:
@@ -110,16 +125,25 @@ class Expr:
         return self
 
     def __matmul__(self, other):
-        return MatVec(self, as_expr(other))
+        return matmul(self, other)
 
     def __rmatmul__(self, other):
-        return MatVec(as_expr(other), self)
+        return matmul(other, self)
+
+    @property
+    def T(self):
+        """The transpose of a matrix (a vector or scalar is its own)."""
+        return Transpose(self) if self.ndim == 2 else self
 
     def __getitem__(self, index):
+        if isinstance(index, tuple):
+            return _take_tuple(self, index)
         if isinstance(index, slice):
+            if self.ndim > 1 and index == slice(None):
+                return self
             return Slice(self, index)
-        if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
-            return Element(self, int(index))
+        if _is_int(index):
+            return Element(self, int(index)) if self.ndim <= 1 else Take(self, int(index), 0)
         index = as_expr(index)
         if not isinstance(index, Data) or not index.integer:
             raise ModelError(f"index of {self.label()} must be an integer data array (m.data(...)) "
@@ -158,6 +182,26 @@ class Expr:
         """``dist.logpdf(x)`` when ``x`` or a parameter of ``dist`` is an expression
         (the distributions call this; they know nothing of models)."""
         return LogPdf(dist.spec, [as_expr(x)] + [as_expr(v) for v in dist.params.values()])
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _take_tuple(node, index):
+    """``x[:, j]`` and ``x[i, j]``: full slices and integer positions, one per axis."""
+    if len(index) > node.ndim:
+        raise ModelError(f"{node.label()}{list(index)}: too many indices for shape {node.shape}")
+    axis = 0
+    for part in index:
+        if _is_int(part):
+            node = Element(node, int(part)) if node.ndim == 1 else Take(node, int(part), axis)
+        elif part == slice(None):
+            axis += 1
+        else:
+            raise ModelError(f"{node.label()}[...]: in a tuple index only ':' and integers are supported, "
+                             f"got {part!r}")
+    return node
 
 
 class Param(Expr):
@@ -249,12 +293,13 @@ class Gather(Expr):
     """``source[index]``: elements of a vector picked by an integer data array."""
 
     def __init__(self, source, index):
-        if source.ndim != 1:
-            raise ModelError(f"{source.label()}[{index.label()}]: only vectors can be indexed")
+        if source.ndim not in (1, 2):
+            raise ModelError(f"{source.label()}[{index.label()}]: only vectors and matrices (rows) can be "
+                             f"gathered, got shape {source.shape}")
         if index.ndim != 1:
             raise ModelError(f"{source.label()}[{index.label()}]: the index must be a 1-D integer "
                              f"array, got shape {index.shape}")
-        self.children, self.shape = (source, index), index.shape
+        self.children, self.shape = (source, index), index.shape + source.shape[1:]
 
     def _format(self, children):
         return f"{children[0]}[{children[1]}]"
@@ -307,11 +352,85 @@ class MatVec(Expr):
         return f"({children[0]} @ {children[1]})"
 
 
+class MatMul(Expr):
+    """``a @ b`` with numpy's rules for vectors and matrices: (n, k) @ (k, m),
+    (n, k) @ (k,), (k,) @ (k, m), (k,) @ (k,)."""
+
+    def __init__(self, left, right):
+        what = f"{left.label()} @ {right.label()}"
+        if left.ndim not in (1, 2) or right.ndim not in (1, 2):
+            raise ModelError(f"{what}: shapes {left.shape} and {right.shape}: only vectors and matrices multiply")
+        if left.shape[-1] != right.shape[0]:
+            raise ModelError(f"{what}: shapes {left.shape} and {right.shape} do not match "
+                             f"({left.shape[-1]} against {right.shape[0]})")
+        self.children, self.shape = (left, right), left.shape[:-1] + right.shape[1:]
+
+    def _format(self, children):
+        return f"({children[0]} @ {children[1]})"
+
+
+def matmul(a, b):
+    """``a @ b``: a data matrix times a parameter vector keeps its own fast
+    product (``MatVec``); every other pair is a ``MatMul``."""
+    a, b = as_expr(a), as_expr(b)
+    if isinstance(a, Data) and a.ndim == 2 and isinstance(b, Param) and b.ndim == 1:
+        return MatVec(a, b)
+    return MatMul(a, b)
+
+
+class Reduce(Expr):
+    """``ld.sum(x, axis=k)`` or ``ld.logsumexp(x, axis=k)``: one axis reduced."""
+
+    def __init__(self, op, arg, axis):
+        self.op, self.children = op, (arg,)
+        self.axis = _axis(axis, arg.ndim, f"{op}({arg.label()}, axis={axis})")
+        self.shape = arg.shape[:self.axis] + arg.shape[self.axis + 1:]
+
+    def _format(self, children):
+        return f"{self.op}({children[0]}, axis={self.axis})"
+
+
+class LogSoftmax(Expr):
+    """``x - logsumexp(x)`` along the last axis: log-probabilities from logits."""
+
+    def __init__(self, arg):
+        if arg.ndim == 0:
+            raise ModelError(f"log_softmax({arg.label()}): a scalar has no axis to normalize")
+        self.children, self.shape = (arg,), arg.shape
+
+    def _format(self, children):
+        return f"log_softmax({children[0]})"
+
+
+class Transpose(Expr):
+    """``x.T`` of a matrix."""
+
+    def __init__(self, arg):
+        self.children, self.shape = (arg,), arg.shape[::-1]
+
+    def _format(self, children):
+        return f"{children[0]}.T"
+
+
+class Take(Expr):
+    """``x[i]`` or ``x[:, j]`` of a matrix: a constant position along one axis."""
+
+    def __init__(self, source, position, axis):
+        n = source.shape[axis]
+        if not -n <= position < n:
+            raise ModelError(f"{source.label()}: index {position} is out of bounds for axis {axis} "
+                             f"of length {n}")
+        self.children, self.position, self.axis = (source,), position % n, axis
+        self.shape = source.shape[:axis] + source.shape[axis + 1:]
+
+    def _format(self, children):
+        return f"{children[0]}[{', '.join([':'] * self.axis + [str(self.position)])}]"
+
+
 class Sum(Expr):
     """The sum of all elements of an expression: a scalar."""
 
     def __init__(self, arg):
-        plate_shape((arg,), lambda: f"sum({arg.label()})")
         self.children = (arg,)
 
     def _format(self, children):
@@ -337,7 +456,9 @@ class LogSumExp(Expr):
     stably (shifted by the largest element)."""
 
     def __init__(self, arg):
-        plate_shape((arg,), lambda: f"logsumexp({arg.label()})")
+        if arg.ndim > 1:
+            raise ModelError(f"logsumexp({arg.label()}): shape {arg.shape}: give an axis "
+                             "(ld.logsumexp(x, axis=-1))")
         self.children = (arg,)
 
     def _format(self, children):
@@ -425,23 +546,40 @@ globals().update(FUNCTIONS)
 inv_logit = sigmoid = FUNCTIONS["logistic"]
 
 
-def sum(x):
-    """Sum over every element: a scalar expression."""
+def sum(x, axis=None):
+    """Sum over every element (a scalar expression), or along ``axis``."""
     x = as_expr(x)
+    if axis is not None:
+        return Reduce("sum", x, axis)
     return x if x.shape == () else Sum(x)
 
 
-def mean(x):
-    """Mean over every element, divided by the length the data have at run time."""
+def mean(x, axis=None):
+    """Mean over every element, divided by the length the data have at run time;
+    along ``axis``, divided by that axis's length."""
     x = as_expr(x)
+    if axis is not None:
+        return Reduce("sum", x, axis) / x.shape[_axis(axis, x.ndim, f"mean({x.label()})")]
     return x if x.shape == () else Sum(x) / Length(x)
 
 
-def logsumexp(x):
-    """``log(sum(exp(x)))`` over every element: a scalar expression (for a
-    pair of expressions, ``ld.logaddexp``)."""
+def logsumexp(x, axis=None):
+    """``log(sum(exp(x)))`` over every element of a vector (a scalar expression),
+    or along ``axis`` (for a pair of expressions, ``ld.logaddexp``)."""
     x = as_expr(x)
+    if axis is not None:
+        return Reduce("logsumexp", x, axis)
     return x if x.shape == () else LogSumExp(x)
+
+
+def log_softmax(x):
+    """``x - logsumexp(x)`` along the last axis, computed stably."""
+    return LogSoftmax(as_expr(x))
+
+
+def softmax(x):
+    """``exp(log_softmax(x))``: probabilities along the last axis."""
+    return FUNCTIONS["exp"](log_softmax(x))
 
 
 def cumsum(x):
@@ -454,3 +592,8 @@ def cumsum(x):
 def dot(a, b):
     """``sum(a * b)``: the inner product of two vectors of one length."""
     return sum(as_expr(a) * as_expr(b))
+
+
+def transpose(x):
+    """``x.T``."""
+    return as_expr(x).T

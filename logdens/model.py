@@ -118,8 +118,6 @@ class Model:
         shape = _checked_shape(shape, name)
         self._lengths.check(what, dims, shape)
         self._claim(name, "parameter")
-        if len(shape) > 1:
-            raise ModelError(f"parameter {name!r}: shape {shape}: only scalars and vectors are supported")
         if prior is not None and not isinstance(prior, Distribution):
             raise ModelError(f"parameter {name!r}: the prior must be a distribution, got {prior!r}")
         if constraint is None:

@@ -59,7 +59,7 @@ OPS = {op.name: op for op in (
     Op("logit", 1, sp.logit, "special.logit({0})", ("1.0 / ({0} * (1.0 - {0}))",)),
     Op("log_logistic", 1, sp.log_expit, "special.log_logistic({0})", ("special.logistic(-{0})",)),
     Op("softplus", 1, _softplus, "special.log1pexp({0})", ("special.logistic({0})",)),
-    Op("tanh", 1, np.tanh, "math.tanh({0})", ("(1.0 - {v} * {v})",)),
+    Op("tanh", 1, np.tanh, "vmath.tanh({0})", ("(1.0 - {v} * {v})",)),
     Op("sin", 1, np.sin, "math.sin({0})", ("math.cos({0})",)),
     Op("cos", 1, np.cos, "math.cos({0})", ("-math.sin({0})",)),
     # max and a comparison select without a branch, so loops over them vectorize;

@@ -34,7 +34,7 @@ class RowOrder:
         for term in model.terms:
             at_row, other, indices, row_only = _reads(term, layout)
             elsewhere |= other
-            if term.kind == "observe" and indices and row_only:
+            if term.kind == "observe" and indices and row_only and not rules.shaped(term):
                 candidates[term.name] = (indices[0], at_row)
             else:
                 elsewhere |= at_row

@@ -33,6 +33,11 @@ def _column(e, rows):
 class DenseRows:
     """Rows of ``out`` (n_obs, dim), entry ``col`` at the parameter's own column."""
 
+    block_local = False  # rows are written at their index in the data, not in the block
+
+    def after_block(self):
+        return []
+
     def __init__(self, layout):
         self.layout = layout
 
@@ -56,6 +61,13 @@ class DenseRows:
     def event_reverse(self, p, row, rows):
         return [p.transform.reverse_code(p.offset, p.ident, f"out[{rows.plate(row)}]", "0.0")]
 
+    def zero_row(self, row):
+        return [f"out[{row}, :] = 0.0"]
+
+    def row_slice(self, p, row):
+        """Code of parameter ``p``'s entries in row ``row``: a contiguous view."""
+        return f"out[{row}, {p.offset}:{p.offset + p.size}]"
+
     def prologue(self):
         return []
 
@@ -66,13 +78,37 @@ class DenseRows:
         return []
 
 
+class FisherRows(DenseRows):
+    """Rows of a block's scratch ``rows`` (BLOCK, dim), each block's rows then
+    multiplied into the empirical Fisher information ``fisher`` (dim, dim) as
+    ``rows.T @ rows`` (BLAS): no (n_obs, dim) array. For the lowering of values
+    with shape (``logdens.shaped``), which writes a block's rows as ``r``."""
+
+    block_local = True
+
+    def __call__(self, e, row, rows):
+        return f"rows[{rows.plate(row)}, {_column(e, rows)}]"
+
+    def zero_row(self, row):
+        return [f"rows[{row}, :] = 0.0"]
+
+    def row_slice(self, p, row):
+        return f"rows[{row}, {p.offset}:{p.offset + p.size}]"
+
+    def event_reverse(self, p, row, rows):
+        return [p.transform.reverse_code(p.offset, p.ident, f"rows[{rows.plate(row)}]", "0.0")]
+
+    def after_block(self):
+        return ["np.dot(rows[:nb].T, rows[:nb], outer)", "fisher += outer"]
+
+
 class SparseRows:
     """Rows of ``vals`` (n_obs, width) with their columns in ``cols``; see the module."""
 
     def __init__(self, layout, term):
         self.layout = layout
         # Read one element per row: at the row, through a gather or a slice.
-        element = rules.params_read_by_element(layout, term, rules.ONE_PER_ROW)
+        element = set() if rules.shaped(term) else rules.params_read_by_element(layout, term, rules.ONE_PER_ROW)
         read = term.params_read()
         self.fixed, width = {}, 0  # parameter name -> its first slot
         for p in layout.params.values():
@@ -80,6 +116,11 @@ class SparseRows:
                 self.fixed[p.name], width = width, width + p.size
         self.n_fixed = width
         self.elements = {}  # (column code, row variable) -> slot, one per distinct element read
+
+    block_local = False
+
+    def after_block(self):
+        return []
 
     @property
     def width(self):
@@ -96,6 +137,14 @@ class SparseRows:
 
     def zero(self):
         return ["vals[:, :] = 0.0"]
+
+    def zero_row(self, row):
+        return [f"vals[{row}, :] = 0.0"]
+
+    def row_slice(self, p, row):
+        """Code of the slots of fixed parameter ``p`` in row ``row``: a contiguous view."""
+        slot = self.fixed[p.name]
+        return f"vals[{row}, {slot}:{slot + p.size}]"
 
     def zero_block(self, once):
         """A line zeroing a block's rows unless every slot is assigned (holds a column

@@ -51,6 +51,10 @@ class Rule:
     """
 
     param = data = constant = fixed = elementwise = reduces = adds_rows = False
+    #: Only the lowering of terms with matrices (``logdens.shaped``) handles it.
+    shaped_only = False
+    #: ``X @ beta``: a data matrix read row by row by the scalar lowering.
+    reads_data_matrix = False
 
     def reads(self, node):
         """The access kind of each child, in the order of ``node.children``."""
@@ -95,7 +99,13 @@ class DataRule(Rule):
         return out if node.integer else out.astype(float)
 
     def length(self, node, below, ctx):
-        return len(ctx.array(node)) if node.shape else None
+        """Its rows, which may change; its other axes keep their build-time lengths
+        (generated code is written for them)."""
+        array = ctx.array(node)
+        if np.shape(array)[1:] != node.shape[1:]:
+            raise ModelError(f"{ctx.where}: data {ctx.shown(node)} has shape {np.shape(array)}; it was "
+                             f"built with shape {node.shape}, and only its first axis (the rows) may change")
+        return len(array) if node.shape else None
 
 
 class ConstRule(Rule):
@@ -119,17 +129,18 @@ class ElementwiseRule(Rule):
         return (AT_ROW,) * len(node.children)
 
     def evaluate(self, node, args, values, batch):
-        return OPS[node.op].numpy(*args)
+        return OPS[node.op].numpy(*lifted(node, args, batch))
 
     def length(self, node, below, ctx):
-        return agree(list(zip(node.children, below)), ctx.where)
+        return agree(leading(node, below), ctx.where)
 
 
 class LogPdfRule(ElementwiseRule):
     """``dist.logpdf(x)``: the distribution's kernel at every row, all summands kept."""
 
     def evaluate(self, node, args, values, batch):
-        return vectorize.logpdf(node.spec, [np.asarray(a, dtype=float) for a in args])
+        args = np.broadcast_arrays(*[np.asarray(a, dtype=float) for a in lifted(node, args, batch)])
+        return vectorize.logpdf(node.spec, args)
 
     def kernel_spec(self, node):
         return node.spec
@@ -142,6 +153,8 @@ class GatherRule(Rule):
         return (GATHERED, INDEX)
 
     def evaluate(self, node, args, values, batch):
+        if node.children[0].ndim == 2:  # rows of a matrix
+            return np.take(args[0], args[1], axis=-2)
         return args[0][..., args[1]]
 
     def length(self, node, below, ctx):
@@ -221,8 +234,140 @@ class LengthRule(Rule):
         return None
 
 
+def lifted(node, args, batch):
+    """``args`` of ``node``'s children aligned for numpy: with ``batch``, a value
+    that depends on parameters has a leading axis of draws (a scalar's as (n,
+    1)); it gets unit axes after that one up to ``node``'s rank, so that it
+    broadcasts like the unbatched children (data), which numpy aligns by their
+    trailing axes."""
+    if not batch:
+        return args
+    out, rank = [], max(node.ndim, 1)  # scalars stay (n, 1)
+    for child, arg in zip(node.children, args):
+        if child.depends_on_params():  # (n, *shape) with shape the current one, which data may change
+            arg = np.asarray(arg)
+            inner = arg.shape[1:] if child.ndim else ()
+            arg = arg.reshape(arg.shape[:1] + (1,) * (rank - child.ndim) + inner)
+        out.append(arg)
+    return out
+
+
+def batched_result(node, value, batch):
+    """A value computed with a leading axis of draws, in ``evaluate``'s convention
+    (scalars as (n, 1))."""
+    return np.reshape(value, (-1, 1)) if batch and node.shape == () and node.depends_on_params() else value
+
+
+def leading(node, below):
+    """``(child, length)`` of the children that share ``node``'s leading axis (of
+    its rank): a child of lower rank broadcasts along its trailing axes."""
+    return [(c, n) for c, n in zip(node.children, below) if c.ndim == node.ndim]
+
+
+class MatMulRule(Rule):
+    """``a @ b`` beyond a data matrix times a parameter vector: a row-aligned left
+    operand (rows of data) times a whole right one, or two whole values
+    (``logdens.shaped``)."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (AT_ROW, WHOLE)
+
+    def evaluate(self, node, args, values, batch):
+        a, b = lifted_each(node, args, batch)
+        if batch:
+            left, right = node.children
+            a = a[..., None, :] if left.ndim == 1 else a
+            b = b[..., None] if right.ndim == 1 else b
+            out = np.matmul(a, b)
+            out = out[..., 0, :] if left.ndim == 1 else out
+            return batched_result(node, out[..., 0] if right.ndim == 1 else out, batch)
+        return np.matmul(a, b)
+
+    def length(self, node, below, ctx):
+        return below[0] if node.children[0].ndim == 2 else (node.shape[0] if node.shape else None)
+
+
+def lifted_each(node, args, batch):
+    """Each child's value with a leading axis of draws (``batch``; data broadcast
+    to it), or as it is."""
+    if not batch:
+        return args
+    n = max((np.shape(a)[0] for c, a in zip(node.children, args) if c.depends_on_params()), default=1)
+    return [(np.reshape(a, (-1,)) if c.ndim == 0 else a) if c.depends_on_params()
+            else np.broadcast_to(a, (n,) + np.shape(a)) for c, a in zip(node.children, args)]
+
+
+class ReduceRule(Rule):
+    """``ld.sum(x, axis=k)``, ``ld.logsumexp(x, axis=k)``."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (AT_ROW,)
+
+    def evaluate(self, node, args, values, batch):
+        (x,) = lifted_each(node, args, batch)
+        axis = node.axis + (1 if batch and node.children[0].depends_on_params() else 0)
+        out = np.sum(x, axis=axis) if node.op == "sum" else sp.logsumexp(x, axis=axis)
+        return batched_result(node, out, batch)
+
+    def length(self, node, below, ctx):
+        return below[0] if node.axis > 0 else (node.shape[0] if node.shape else None)
+
+
+class LogSoftmaxRule(Rule):
+    """``ld.log_softmax(x)`` along the last axis."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (AT_ROW,)
+
+    def evaluate(self, node, args, values, batch):
+        return sp.log_softmax(args[0], axis=-1)
+
+    def length(self, node, below, ctx):
+        return below[0]
+
+
+class TransposeRule(Rule):
+    """``x.T`` of a whole matrix."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (WHOLE,)
+
+    def evaluate(self, node, args, values, batch):
+        return np.swapaxes(args[0], -1, -2)
+
+    def length(self, node, below, ctx):
+        return node.shape[0]
+
+
+class TakeRule(Rule):
+    """``x[i]``, ``x[:, j]`` of a matrix."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (AT_ROW,) if node.axis > 0 else (WHOLE,)
+
+    def evaluate(self, node, args, values, batch):
+        (x,) = lifted_each(node, args, batch)
+        axis = node.axis + (1 if batch and node.children[0].depends_on_params() else 0)
+        return batched_result(node, np.take(x, node.position, axis=axis), batch)
+
+    def length(self, node, below, ctx):
+        return below[0] if node.axis > 0 else (node.shape[0] if node.shape else None)
+
+
 class MatVecRule(Rule):
     """``X @ beta``: per row, the matrix's row times the whole vector."""
+
+    reads_data_matrix = True
 
     def reads(self, node):
         return (AT_ROW, WHOLE)
@@ -249,7 +394,10 @@ class SumRule(Rule):
         return (WHOLE,)
 
     def evaluate(self, node, args, values, batch):
-        return np.sum(args[0], axis=-1, keepdims=batch)
+        x = np.asarray(args[0])
+        if batch and node.children[0].depends_on_params():  # (draws, ...) -> (draws, 1)
+            return np.sum(np.reshape(x, (x.shape[0], -1)), axis=1, keepdims=True)
+        return np.sum(x).reshape((1,)) if batch else np.sum(x)
 
     def length(self, node, below, ctx):
         return None
@@ -270,16 +418,22 @@ RULES = {
     ex.Gather: GatherRule(),
     ex.Slice: SliceRule(), ex.MatVec: MatVecRule(), ex.Sum: SumRule(), ex.LogPdf: LogPdfRule(),
     ex.Element: ElementRule(), ex.Length: LengthRule(), ex.LogSumExp: LogSumExpRule(),
-    ex.Cumsum: CumsumRule(),
+    ex.Cumsum: CumsumRule(), ex.MatMul: MatMulRule(), ex.Reduce: ReduceRule(),
+    ex.LogSoftmax: LogSoftmaxRule(), ex.Transpose: TransposeRule(), ex.Take: TakeRule(),
 }
 
 
 def rule(node):
     """The rule of ``node``'s type."""
+    return rule_of_type(type(node))
+
+
+def rule_of_type(node_type):
+    """The rule of expression node type ``node_type``."""
     try:
-        return RULES[type(node)]
+        return RULES[node_type]
     except KeyError:
-        raise TypeError(f"no rule for expression node type {type(node).__name__}") from None
+        raise TypeError(f"no rule for expression node type {node_type.__name__}") from None
 
 
 def agree(lengths, where):
@@ -350,6 +504,17 @@ def elementwise_use(node, name):
 def reads_outside(node, inside, name):
     """Whether ``node`` reads parameter ``name`` other than below the node ``inside``."""
     return any(rule(n).param and n.name == name for n in ex.nodes(node, stop=lambda n: n is inside))
+
+
+def shaped(term):
+    """Whether ``term`` holds a value with more than one axis (a data matrix aside,
+    where ``X @ beta`` reads it) or a node only ``logdens.shaped`` lowers: it is
+    lowered there, rows of events per block."""
+    def needs(n):
+        node_rule = rule(n)
+        return (node_rule.shaped_only or (n.ndim > 1 and not node_rule.data)
+                or (not node_rule.reads_data_matrix and any(c.ndim > 1 for c in n.children)))
+    return any(a.ndim > 1 for a in term.args) or any(needs(n) for a in term.args for n in ex.nodes(a))
 
 
 def has_reduction(node):

@@ -71,7 +71,9 @@ def check_terms(model, layout, arrays):
         spec = term.dist.spec
         args = term.args
         memo = {}
-        rules.agree([(a, length(a, arrays, layout, where, memo)) for a in args], where)
+        lengths = [(a, length(a, arrays, layout, where, memo)) for a in args]
+        top = max(a.ndim for a in args)  # lower ranks broadcast along trailing axes
+        rules.agree([(a, n) for a, n in lengths if a.ndim == top], where)
         known = {n: _fixed_value(a, arrays, layout) for n, a in zip(spec.arg_names, args)}
         known = {n: v for n, v in known.items() if v is not None}
         checks = [("x", spec.support, "value")] + [(p.name, p.constraint, "parameter") for p in spec.params]

@@ -291,11 +291,16 @@ def test_sorted_and_shuffled_rows_give_the_same_gradient(labels, gathered):
 
 def test_every_node_type_has_a_lowering():
     """``Lowering.value`` finds each node type's lowering in one table (constants
-    are written as literals)."""
+    are written as literals), and the lowering of values with shape
+    (``logdens.shaped``) has the types only it lowers."""
     from logdens import expr as ex
+    from logdens import rules
     from logdens.codegen import VALUE_RULES
+    from logdens.shaped import KINDS
     types = {cls for cls in vars(ex).values() if isinstance(cls, type) and issubclass(cls, ex.Expr)}
-    assert set(VALUE_RULES) | {ex.Const} == types - {ex.Expr}
+    shaped_only = {t for t in types - {ex.Expr} if rules.rule_of_type(t).shaped_only}
+    assert set(VALUE_RULES) | {ex.Const} == types - {ex.Expr} - shaped_only
+    assert shaped_only <= set(KINDS)
 
 
 def test_parallel_variant_with_a_hoisted_gathered_expression():

@@ -13,7 +13,7 @@ import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 MODELS = ["radon", "logistic_regression", "robust_regression", "mixture", "negative_binomial_glm"]
-WORKLOADS = ["poisson_gradient", "embedded_atom", "normal_ad", "broadcast_sum_exp"]
+WORKLOADS = ["poisson_gradient", "embedded_atom", "normal_ad", "broadcast_sum_exp", "mlp_per_sample"]
 
 
 def run(name, out):

@@ -79,11 +79,14 @@ def test_a_length_one_vector_does_not_broadcast():
         mu + m.data("w", np.zeros(4))
 
 
-def test_matrices_cannot_be_combined_elementwise():
+def test_matrices_combine_elementwise_with_numpy_broadcasting():
+    """Trailing axes align; a length-1 axis does not stretch (rows may change length)."""
     m, mu = _model()
     X = m.data("X", np.ones((3, 2)))
-    for build in (lambda: ld.exp(X), lambda: X + 1.0, lambda: ld.sum(X), lambda: mu + X):
-        with pytest.raises(ModelError, match=r"shape \(3, 2\)"):
+    assert ld.exp(X).shape == (3, 2) and (X + 1.0).shape == (3, 2) and ld.sum(X).shape == ()
+    assert (X * m.param("w", shape=2)).shape == (3, 2)
+    for build in (lambda: X + m.param("v", shape=3), lambda: X + m.data("ones", np.ones((1, 2)))):
+        with pytest.raises(ModelError, match=r"do not broadcast"):
             build()
 
 

@@ -2,6 +2,7 @@
 later edits of the model or of the caller's arrays do not change."""
 
 import numpy as np
+from scipy import stats
 import pytest
 
 import logdens as ld
@@ -37,11 +38,19 @@ def test_parameters_and_data_of_another_model_are_named_in_the_error():
         second.deterministic("d", mu + 1.0)
 
 
-def test_two_dimensional_observed_data_is_a_model_error():
+def test_two_dimensional_observed_data_has_one_observation_per_row():
+    """A (4, 2) array: 4 observations (rows) of 2 values; a mismatched mean is refused."""
+    y = np.arange(8.0).reshape(4, 2)
     m = ld.Model()
-    mu = m.param("mu")
-    with pytest.raises(ModelError, match=r"term 'y': Normal arguments: y has shape \(4, 2\)"):
-        m.observe("y", ld.Normal(mu, 1.0), np.zeros((4, 2)))
+    mu = m.param("mu", shape=2)
+    m.observe("y", ld.Normal(mu, 1.0), y)
+    density = m.compile()
+    theta = np.array([1.0, 2.0])
+    assert np.isclose(density.log_density(theta, propto=False), stats.norm.logpdf(y, theta).sum(), rtol=1e-13)
+    np.testing.assert_allclose(density.pointwise_log_likelihood(theta)["y"],
+                               stats.norm.logpdf(y, theta).sum(axis=1), rtol=1e-13)
+    with pytest.raises(ModelError, match=r"term 'y2': Normal arguments: shapes \(4, 2\).*do not broadcast"):
+        m.observe("y2", ld.Normal(m.param("nu", shape=3), 1.0), y)
 
 
 def _normal_model(y):

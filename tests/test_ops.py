@@ -121,7 +121,11 @@ def test_every_exported_elementwise_function_is_in_the_table():
     built = {}
     for attr, fn in vars(ld).items():
         if inspect.isfunction(fn) and fn.__module__ == "logdens.expr":
-            node = fn(*[x] * len(inspect.signature(fn).parameters))
+            required = [p for p in inspect.signature(fn).parameters.values() if p.default is p.empty]
+            try:
+                node = fn(*[x] * len(required))
+            except ex.ModelError:  # log_softmax, matmul: no scalar form
+                continue
             if isinstance(node, (ex.Unary, ex.Binary, ex.Ternary)):
                 built[attr] = node.op
     composed = {"dot": "mul"}  # dot(x, y) of scalars is x * y

@@ -64,6 +64,22 @@ def test_the_mixture_example_runs_and_fits():
     assert abs(fit.params["w"] - 0.6) < 0.15
 
 
+def test_the_matrix_example_runs_as_written():
+    """The README's neural network: per-sample rows summing to the likelihood's
+    gradient, then a batch of another size on the same module."""
+    import numpy as np
+
+    import logdens as ld
+    block = next(b for b in _python_blocks("Quickstart") if "W1" in b)
+    rng = np.random.default_rng(0)
+    namespace = {"ld": ld, "np": np, "X": rng.normal(size=(40, 10)), "Y": rng.normal(size=(40, 10)),
+                 "X_batch": rng.normal(size=(8, 10)), "Y_batch": rng.normal(size=(8, 10))}
+    exec(compile(block, "README.md", "exec"), namespace)
+    density, theta, rows = namespace["density"], namespace["theta"], namespace["rows"]
+    assert rows.shape == (40, density.dim)
+    assert density.per_sample_gradient(theta, "Y").shape == (8, density.dim)
+
+
 import pytest  # noqa: E402  (the tests above need no pytest)
 
 OTHER_SAMPLERS = "Using logdens with other samplers"

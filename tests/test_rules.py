@@ -20,7 +20,8 @@ def _nodes():
             "Gather": a[g], "Slice": a[1:], "MatVec": X @ a, "Sum": ld.sum(a), "Element": a[-1],
             "LogPdf": ld.Normal(s, 2.0).logpdf(a), "Length": ex.Length(a),
             "LogSumExp": ld.logsumexp(a), "Ternary": ld.where(a > s, a, 0.0),
-            "Cumsum": ld.cumsum(a)}
+            "Cumsum": ld.cumsum(a), "MatMul": X @ ld.exp(a), "Reduce": ld.sum(X * a, axis=1),
+            "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1]}
 
 
 def test_every_node_type_has_a_rule():
@@ -40,7 +41,8 @@ def test_an_unknown_node_type_is_a_type_error():
     ("Param", ()), ("Data", ()), ("Const", ()), ("Unary", (AT_ROW,)), ("Binary", (AT_ROW, AT_ROW)),
     ("Gather", (GATHERED, INDEX)), ("Slice", (SHIFTED,)), ("MatVec", (AT_ROW, WHOLE)), ("Sum", (WHOLE,)),
     ("Element", (WHOLE,)), ("LogPdf", (AT_ROW, AT_ROW, AT_ROW)), ("Length", (WHOLE,)), ("LogSumExp", (WHOLE,)),
-    ("Ternary", (AT_ROW, AT_ROW, AT_ROW)), ("Cumsum", (PREFIX,)),
+    ("Ternary", (AT_ROW, AT_ROW, AT_ROW)), ("Cumsum", (PREFIX,)), ("MatMul", (AT_ROW, WHOLE)),
+    ("Reduce", (AT_ROW,)), ("LogSoftmax", (AT_ROW,)), ("Transpose", (WHOLE,)), ("Take", (AT_ROW,)),
 ])
 def test_access_kinds_of_each_node_type(kind, reads):
     node = _nodes()[kind]
@@ -55,7 +57,10 @@ def test_attributes_of_each_node_type():
                      "Slice": set(), "MatVec": set(), "Sum": {"reduces"}, "Element": set(),
                      "LogPdf": {"elementwise"}, "Length": set(),
                      "LogSumExp": {"reduces"}, "Ternary": {"elementwise"},
-                     "Cumsum": {"reduces"}}
+                     "Cumsum": {"reduces"}, "MatMul": set(), "Reduce": set(), "LogSoftmax": set(),
+                     "Transpose": set(), "Take": set()}
+    assert {kind for kind, n in _nodes().items() if rules.rule(n).shaped_only} == {
+        "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take"}
 
 
 def test_fold_visits_a_shared_sub_expression_once_and_deeper_than_the_stack():

@@ -1,4 +1,4 @@
-"""distributions.vmath: exp, log and log1p within 1 ulp of numpy, and vectorizing.
+"""distributions.vmath: exp, log, log1p and tanh within 2 ulp of numpy, and vectorizing.
 
 Tolerance: numpy's exp/log/log1p are within about 0.5-1 ulp of the exact
 value, ours too, so the two may differ by up to 2 ulp of the result; we
@@ -18,7 +18,8 @@ import pytest
 from logdens.distributions import vmath
 from logdens.distributions.jit import FASTMATH
 
-FUNCTIONS = {"exp": (vmath.exp, np.exp), "log": (vmath.log, np.log), "log1p": (vmath.log1p, np.log1p)}
+FUNCTIONS = {"exp": (vmath.exp, np.exp), "log": (vmath.log, np.log), "log1p": (vmath.log1p, np.log1p),
+             "tanh": (vmath.tanh, np.tanh)}
 
 
 @numba.njit(fastmath=set(FASTMATH), error_model="numpy")
@@ -39,8 +40,14 @@ def _map_log1p(x, out):
         out[i] = vmath.log1p(x[i])
 
 
+@numba.njit(fastmath=set(FASTMATH), error_model="numpy")
+def _map_tanh(x, out):
+    for i in range(x.size):
+        out[i] = vmath.tanh(x[i])
+
+
 # Loops compiled with the engine's fastmath flags, the way generated code calls these.
-MAPS = {"exp": _map_exp, "log": _map_log, "log1p": _map_log1p}
+MAPS = {"exp": _map_exp, "log": _map_log, "log1p": _map_log1p, "tanh": _map_tanh}
 
 
 def _points(name, rng):
@@ -48,6 +55,9 @@ def _points(name, rng):
         return np.concatenate([rng.uniform(-745.1, 709.7, 100_000), rng.uniform(-1, 1, 20_000),
                                rng.uniform(-1e-8, 1e-8, 1000)])
     x = 10.0 ** rng.uniform(-323, 308, 100_000)
+    if name == "tanh":  # both sides of the switch at 0.625, and the far tails
+        return np.concatenate([x, -x, rng.uniform(-2.0, 2.0, 50_000), rng.uniform(-0.7, 0.7, 20_000),
+                               rng.uniform(-40.0, 40.0, 20_000)])
     if name == "log":
         return np.concatenate([x, rng.uniform(0.5, 2.0, 20_000)])
     return np.concatenate([x, -x[x < 1.0], rng.uniform(-1.0, 1.0, 20_000)])
@@ -95,6 +105,8 @@ def test_against_mpmath(x):
         arg = -x if name == "exp" else x
         got = FUNCTIONS[name][0](arg)
         assert abs(got - float(want)) <= 1.0 * np.spacing(abs(float(want))), (name, x, got, want)
+    want = mpmath.tanh(x)  # the rational form below 0.625, exp above: within 2 ulp of the exact value
+    assert abs(vmath.tanh(x) - float(want)) <= 2.0 * np.spacing(abs(float(want))), ("tanh", x, want)
 
 
 def test_bit_casts_agree_compiled_and_in_python():

@@ -1,0 +1,655 @@
+"""Lowering of terms with values that have shape: matrices, and rows of vectors.
+
+A term with a value of more than one axis, a general product ``a @ b``, an
+axis reduction, ``log_softmax``, a transpose or a matrix index is lowered
+here (``rules.shaped``); every other term by ``codegen.Lowering``.
+
+Every value of such a term is *row-aligned* (it depends on data that have
+rows: its first axis is the term's rows, read at run time, the rest its
+event, of compile-time shape) or *whole* (parameters, constants and what is
+computed from them alone). The term runs over blocks of ``BLOCK`` rows:
+each row-aligned value is a (BLOCK, event size) buffer filled for the
+block's rows, node by node, children first; each whole value is a flat
+buffer computed once per call before the blocks. Products of a block with
+a whole matrix call BLAS (``np.dot`` into the block's buffer, the same for
+their adjoints: ``A.T @ G`` into a whole matrix's adjoint), so a neural
+network's layers are small matrix products, not a loop per row.
+
+The reverse sweep runs after each block's forward pass: adjoints of
+row-aligned values in per-block buffers, those of whole values in flat
+buffers summed over the rows and swept back through the whole values (and
+the parameters' transforms) once after the blocks. For per-sample rows the
+contributions to whole values are made row by row instead, and the whole
+sweep runs once per row into that row's output.
+"""
+
+import math
+
+import numpy as np
+
+from logdens import expr as ex
+from logdens import rules, validate
+from logdens.cpu_blocks import BLOCK
+from logdens.expr import ModelError
+from logdens.layout import module_alias
+from logdens.lines import indent, literal
+from logdens.ops import OPS
+from logdens.targets import Rows, entry
+
+
+class _Kernel:
+    """The term's distribution as a node: its log density at each element (the
+    summands ``keep`` selects), with the kernel's partials kept for the sweep."""
+
+    def __init__(self, term, keep, checked):
+        self.children, self.spec, self.keep, self.checked = term.args, term.dist.spec, keep, checked
+        self.shape = ex.plate_shape(term.args, lambda: f"term {term.name!r}")
+
+    ndim = property(lambda self: len(self.shape))
+
+    def label(self):
+        return f"{self.spec.name} kernel"
+
+    def depends_on_params(self):
+        return any(c.depends_on_params() for c in self.children)
+
+
+class _Info:
+    """What the lowering knows of one node: row-aligned or whole, its event shape,
+    its value buffer, its adjoint buffer (None: no gradient through it)."""
+
+    def __init__(self, rowed, event, value, adjoint, in_place=False):
+        self.rowed, self.event, self.value, self.adjoint = rowed, event, value, adjoint
+        self.size = math.prod(event)
+        self.in_place = in_place  # the adjoint is a view of gradient entries (``_adds_in_place``)
+
+
+def _flat(shape, names):
+    """Code of the row-major flat position of indices ``names`` in ``shape``."""
+    terms, stride = [], 1
+    for n, name in reversed(list(zip(shape, names))):
+        if n != 1:
+            terms.append(name if stride == 1 else f"{name} * {stride}")
+        stride *= n
+    return " + ".join(reversed(terms)) or "0"
+
+
+class ShapedTerm:
+    """Writes one term's lines for a ``codegen.Lowering`` (its layout, gradient,
+    per-row target and workspaces); ``mode`` as ``Lowering.term``."""
+
+    def __init__(self, lowering, term, keep, mode):
+        self.low, self.layout, self.term, self.mode = lowering, lowering.layout, term, mode
+        self.gradient, self.per_row = lowering.gradient, lowering.per_row
+        self.where = f"term {term.name!r}"
+        self.info = {}
+        self.order = []  # nodes, children first
+        self.rowed_data = None  # a data node whose rows are the term's rows
+        if term.dist is None:
+            value = term.value
+            while rules.rule(value).adds_rows:  # a potential sum(x): the rows' sum, in their loop
+                value = value.children[0]
+            self.root = value
+        else:
+            checked = term.dist.spec.takes_x_valid and validate.value_checked(term)
+            self.root = _Kernel(term, keep, checked)
+        self._visit(self.root)
+        self.rowed = self.info[id(self.root)].rowed
+
+    # ----- what each node is --------------------------------------------
+    def _visit(self, root):
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if id(node) in self.info:
+                continue
+            if not ready:
+                stack.append((node, True))
+                stack.extend((c, False) for c in reversed(node.children) if id(c) not in self.info)
+                continue
+            self.info[id(node)] = self._classify(node)
+            self.order.append(node)
+
+    def _classify(self, node):
+        kids = [self.info[id(c)] for c in node.children]
+        if isinstance(node, ex.Data) and node.ndim >= 1:
+            rowed = True
+            self.rowed_data = node if self.rowed_data is None else self.rowed_data
+        else:
+            rowed = any(k.rowed for k in kids)
+        event = node.shape[1:] if rowed else node.shape
+        if rowed and node.ndim == 0:
+            raise ModelError(f"{self.where}: {node.label()} reduces over the rows of data inside an "
+                             "expression with matrices; only a potential's outer ld.sum may")
+        needs = self.gradient and node.depends_on_params() and not isinstance(node, (ex.Const, _Kernel))
+        if isinstance(node, ex.Const):
+            return _Info(False, (), None, None)
+        n = self.low.fresh("s")[1:]
+        if isinstance(node, ex.Data):
+            if node.ndim > 2:
+                raise ModelError(f"{self.where}: data {node.label()} has shape {node.shape}; data of more "
+                                 "than two axes are not supported")
+            if not self.layout.data[self.layout.data_name(node)].as_value:
+                return _Info(rowed, event, None, None)  # an index only, read where used
+        shape = (BLOCK, max(math.prod(event), 1)) if rowed else (max(math.prod(event), 1),)
+        value = f"sv{n}"
+        if not (isinstance(node, ex.Param) and node.shape != ()):
+            self.low.workspaces.declare(value, *shape)
+        if needs and self._adds_in_place(node):
+            return _Info(rowed, event, value, f"sa{n}", in_place=True)
+        adjoint = self.low.workspaces.declare(f"sa{n}", *shape) if needs else None
+        return _Info(rowed, event, value, adjoint)
+
+    def _adds_in_place(self, node):
+        """Whether the adjoint of parameter ``node`` is a view of its gradient entries
+        (or of the per-sample row's): a vector without a transform, so its
+        adjoint is its gradient. No buffer to zero, and no sweep."""
+        if not isinstance(node, ex.Param) or node.shape == () or node is self.root:
+            return False
+        return self.layout.params[node.name].transform.identity
+
+    def _views(self, whole, row):
+        """Lines binding the in-place adjoints to the gradient (``row`` None) or to
+        row ``row`` of the per-sample output."""
+        lines = []
+        for n in whole:
+            info = self.info[id(n)]
+            if info.in_place:
+                p = self.layout.params[n.name]
+                where = (f"grad[{p.offset}:{p.offset + p.size}]" if row is None
+                         else self.low.target.row_slice(p, row))
+                lines.append(f"{info.adjoint} = {where}")
+        return lines
+
+    def _at(self, node, row, t):
+        """Code of ``node``'s element ``t`` (flat, in its event) at row ``row``."""
+        info = self.info[id(node)]
+        if isinstance(node, ex.Const):
+            return literal(node.value)
+        return f"{info.value}[{row}, {t}]" if info.rowed else f"{info.value}[{t}]"
+
+    def _index(self, node):
+        """Code of the row's entry of an index array (a gather's)."""
+        if not self.info[id(node)].rowed:
+            raise ModelError(f"{self.where}: the index {node.label()} must be a 1-D integer data array")
+        return f"i_{self.layout.data_ident(node)}[b0 + r]"
+
+    def _adj(self, node, row, t):
+        info = self.info[id(node)]
+        return f"{info.adjoint}[{row}, {t}]" if info.rowed else f"{info.adjoint}[{t}]"
+
+    # ----- loops over events --------------------------------------------
+    def _event_loops(self, node, event, operands, body):
+        """Lines running ``body(t, operand_index)`` over ``event``'s elements,
+        ``t`` the flat position, ``operand_index(child)`` the child's flat position
+        (broadcast: trailing axes aligned); inside a loop over the block's rows
+        when ``node`` is row-aligned."""
+        size = math.prod(event)
+        shapes = {}
+        for child in operands:
+            info = self.info[id(child)]
+            if isinstance(child, ex.Const) or info.value is None:
+                continue
+            if info.rowed and len(info.event) != len(event):
+                raise ModelError(f"{self.where}: {child.label()} (shape {child.shape}) and {node.label()}: "
+                                 "row-aligned values combine only with values of their own rank")
+            if not info.rowed and len(info.event) > len(event):
+                raise ModelError(f"{self.where}: {child.label()} has shape {child.shape}, which would "
+                                 f"broadcast along the rows of data in {node.label()}")
+            shapes[id(child)] = info.event
+        flat = all(s == event or math.prod(s) == 1 for s in shapes.values())
+        if flat:
+            names = ["t"]
+            header = [f"for t in range({size}):"] if size > 1 else ["t = 0"]
+
+            def index(child):
+                s = shapes.get(id(child), ())
+                return "t" if s == event and size > 1 else "0"
+        else:
+            names = [f"t{k}" for k in range(len(event))]
+            header, depth = [], 0
+            for k, n in enumerate(event):
+                header += indent([f"for t{k} in range({n}):"], depth)
+                depth += 1
+            header += indent([f"t = {_flat(event, names)}"], depth)
+
+            def index(child):
+                s = shapes.get(id(child), ())
+                return _flat(s, names[len(event) - len(s):])
+        depth = len(names) if not flat else (1 if size > 1 else 0)
+        inner = indent(body("t", index), depth)
+        return header + inner if flat else header + inner
+
+    def _rows(self, lines, rowed, fixed_row=False):
+        """``lines`` in a loop over the block's rows ``r`` (a row-aligned node) unless
+        ``fixed_row`` (``r`` is bound by the caller) or the node is whole."""
+        if not rowed or fixed_row:
+            return lines
+        return ["for r in range(nb):"] + indent(lines)
+
+    # ----- forward ------------------------------------------------------
+    def _forward(self, node):
+        info = self.info[id(node)]
+        if isinstance(node, ex.Const) or info.value is None:
+            return []
+        method = getattr(self, "_fwd_" + KINDS.get(type(node), "unsupported"))
+        return [f"# {info.value}: {node.label()}"] + method(node, info)
+
+    def _fwd_unsupported(self, node, info):
+        raise ModelError(f"{self.where}: {type(node).__name__} ({node.label()}) is not supported in a "
+                         "term with matrices yet")
+
+    def _fwd_param(self, node, info):
+        p = self.layout.params[node.name]
+        if node.shape != ():
+            view = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.ident}"
+            return [f"{info.value} = {view}"]
+        if p.transform.identity:
+            self.scalar_dx = getattr(self, "scalar_dx", {})
+            return [f"{info.value}[0] = theta[{p.offset}]"]
+        lines = []
+        x, dx = p.transform.emit(lines, f"theta[{p.offset}]", f"u{info.value}")
+        self.scalar_dx = getattr(self, "scalar_dx", {})
+        self.scalar_dx[id(node)] = f"d{info.value}"
+        return lines + [f"{info.value}[0] = {x}", f"d{info.value} = {dx}"]
+
+    def _fwd_data(self, node, info):
+        ident = self.layout.data_ident(node)
+        if not info.rowed:
+            return [f"{info.value}[0] = d_{ident}[0]"]
+        if node.ndim == 1:
+            return ["for r in range(nb):", f"    {info.value}[r, 0] = d_{ident}[b0 + r]"]
+        # stored transposed (``Layout.pack``): column j of the block is contiguous
+        return [f"for j in range({node.shape[1]}):", "    for r in range(nb):",
+                f"        {info.value}[r, j] = d_{ident}[j, b0 + r]"]
+
+    def _fwd_elementwise(self, node, info):
+        op = OPS[node.op]
+        return self._rows(self._event_loops(node, info.event, node.children, lambda t, index: [
+            f"{self._at(node, 'r', t)} = "
+            + op.value.format(*[self._at(c, "r", index(c)) for c in node.children])]), info.rowed)
+
+    def _fwd_kernel(self, node, info):
+        """The distribution's kernel per element; its partials into ``sk<n>_<j>``."""
+        keep = node.keep if isinstance(node, _Kernel) else node.spec.keep_all
+        checked = ", True" if isinstance(node, _Kernel) and node.checked else ""
+        partials = {}
+        for j, child in enumerate(node.children):
+            if self.info[id(child)].adjoint is not None:
+                name = f"sk{info.value[2:]}_{j}"
+                self.low.workspaces.declare(name, *((BLOCK, max(info.size, 1)) if info.rowed else (max(info.size, 1),)))
+                partials[j] = name
+        self.partials = getattr(self, "partials", {})
+        self.partials[id(node)] = partials
+        module, res = module_alias(node.spec), f"res{info.value[2:]}"
+
+        def body(t, index):
+            args = ", ".join(self._at(c, "r", index(c)) for c in node.children)
+            here = f"[r, {t}]" if info.rowed else f"[{t}]"
+            return ([f"{res} = {module}.logpdf_grad({args}, {keep!r}{checked})",
+                     f"{info.value}{here} = {res}[0]"]
+                    + [f"{name}{here} = {res}[{j + 1}]" for j, name in partials.items()])
+        return self._rows(self._event_loops(node, info.event, node.children, body), info.rowed)
+
+    def _fwd_matmul(self, node, info):
+        left, right = node.children
+        li, ri = self.info[id(left)], self.info[id(right)]
+        if ri.rowed:
+            raise ModelError(f"{self.where}: {node.label()}: the right operand {right.label()} has the rows of "
+                             "data; write the product with the data on the left (x @ W.T)")
+        if li.rowed:
+            if left.ndim != 2:
+                raise ModelError(f"{self.where}: {node.label()}: a row-aligned left operand must be a matrix "
+                                 f"of rows, got shape {left.shape}")
+            k = left.shape[1]
+            if right.ndim == 2:
+                m = right.shape[1]
+                return [f"np.dot({li.value}[:nb], {self._whole(right)}.reshape(({k}, {m})), {info.value}[:nb])"]
+            return ["for r in range(nb):", "    acc = 0.0", f"    for j in range({k}):",
+                    f"        acc += {li.value}[r, j] * {self._whole(right)}[j]", f"    {info.value}[r, 0] = acc"]
+        a, b = left.shape, right.shape
+        n, k, m = (a[0] if len(a) == 2 else 1), a[-1], (b[1] if len(b) == 2 else 1)
+        return [f"for i in range({n}):", f"    for q in range({m}):", "        acc = 0.0",
+                f"        for j in range({k}):",
+                f"            acc += {self._whole(left)}[i * {k} + j] * {self._whole(right)}[j * {m} + q]",
+                f"        {info.value}[i * {m} + q] = acc"]
+
+    def _whole(self, node):
+        """Code of a whole node's flat buffer (a constant as a one-element array)."""
+        if isinstance(node, ex.Const):
+            raise ModelError(f"{self.where}: a product with the constant {node.label()}: use '*'")
+        return self.info[id(node)].value
+
+    def _fwd_reduce(self, node, info):
+        (x,) = node.children
+        xi = self.info[id(x)]
+        axis = node.axis - (1 if xi.rowed else 0)
+        if axis < 0:
+            raise ModelError(f"{self.where}: {node.label()} reduces over the rows of data; only a "
+                             "potential's outer ld.sum may")
+        outer, n, inner = math.prod(xi.event[:axis]), xi.event[axis], math.prod(xi.event[axis + 1:])
+        src = (lambda q: f"{xi.value}[r, {q}]") if xi.rowed else (lambda q: f"{xi.value}[{q}]")
+        dst = (lambda q: f"{info.value}[r, {q}]") if info.rowed else (lambda q: f"{info.value}[{q}]")
+        at = f"(o * {n} + j) * {inner} + u"
+        if node.op == "sum":
+            body = ["acc = 0.0", f"for j in range({n}):", f"    acc += {src(at)}", f"{dst(f'o * {inner} + u')} = acc"]
+        else:
+            body = ["top = -math.inf", f"for j in range({n}):", f"    top = max(top, {src(at)})",
+                    "acc = 0.0", f"for j in range({n}):", f"    acc += vmath.exp({src(at)} - top)",
+                    f"{dst(f'o * {inner} + u')} = top + vmath.log(acc) if top > -math.inf else -math.inf"]
+        lines = [f"for o in range({outer}):", f"    for u in range({inner}):"] + indent(body, 2)
+        return self._rows(lines, info.rowed)
+
+    def _fwd_log_softmax(self, node, info):
+        (x,) = node.children
+        xi = self.info[id(x)]
+        n = xi.event[-1] if xi.event else 1
+        outer = max(info.size, 1) // n
+        src = (lambda q: f"{xi.value}[r, {q}]") if xi.rowed else (lambda q: f"{xi.value}[{q}]")
+        dst = (lambda q: f"{info.value}[r, {q}]") if info.rowed else (lambda q: f"{info.value}[{q}]")
+        lines = [f"for o in range({outer}):", "    top = -math.inf", f"    for j in range({n}):",
+                 f"        top = max(top, {src(f'o * {n} + j')})", "    acc = 0.0", f"    for j in range({n}):",
+                 f"        acc += vmath.exp({src(f'o * {n} + j')} - top)", "    lse = top + vmath.log(acc)",
+                 f"    for j in range({n}):", f"        {dst(f'o * {n} + j')} = {src(f'o * {n} + j')} - lse"]
+        return self._rows(lines, info.rowed)
+
+    def _fwd_transpose(self, node, info):
+        (x,) = node.children
+        if self.info[id(x)].rowed:
+            raise ModelError(f"{self.where}: {node.label()}: the rows of data cannot be transposed")
+        a, b = x.shape
+        return [f"for i in range({a}):", f"    for j in range({b}):",
+                f"        {info.value}[j * {a} + i] = {self._whole(x)}[i * {b} + j]"]
+
+    def _take_map(self, node):
+        """(source info, lines header, source flat index code, own flat index code) of ``Take``."""
+        (x,) = node.children
+        xi = self.info[id(x)]
+        axis = node.axis - (1 if xi.rowed else 0)
+        if axis < 0:
+            raise ModelError(f"{self.where}: {node.label()} picks one row of data; only whole values "
+                             "and the event axes of rows can be indexed")
+        shape = xi.event
+        outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+        return xi, f"(o * {shape[axis]} + {node.position}) * {inner} + u", f"o * {inner} + u", outer, inner
+
+    def _fwd_take(self, node, info):
+        xi, src, dst, outer, inner = self._take_map(node)
+        at = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        lines = [f"for o in range({outer}):", f"    for u in range({inner}):",
+                 f"        {at(info.value, dst)} = {at(xi.value, src)}"]
+        return self._rows(lines, info.rowed)
+
+    def _fwd_element(self, node, info):
+        (x,) = node.children
+        if self.info[id(x)].rowed:
+            raise ModelError(f"{self.where}: {node.label()} picks one row of data")
+        return [f"{info.value}[0] = {self._whole(x)}[{node.position}]"]
+
+    def _fwd_slice(self, node, info):
+        (x,) = node.children
+        if self.info[id(x)].rowed:
+            raise ModelError(f"{self.where}: {node.label()} slices the rows of data")
+        return [f"for j in range({node.shape[0]}):",
+                f"    {info.value}[j] = {self._whole(x)}[{node.start} + {node.step} * j]"]
+
+    def _fwd_sum(self, node, info):
+        (x,) = node.children
+        return [f"{info.value}[0] = np.sum({self._whole(x)})"]
+
+    def _fwd_gather(self, node, info):
+        source, index = node.children
+        si = self.info[id(source)]
+        if si.rowed:
+            raise ModelError(f"{self.where}: {node.label()}: only whole values can be gathered by an index")
+        size = max(info.size, 1)
+        return ["for r in range(nb):", f"    g = {self._index(index)}",
+                f"    for t in range({size}):", f"        {info.value}[r, t] = {si.value}[g * {size} + t]"]
+
+    # ----- reverse ------------------------------------------------------
+    def _contributions(self, node, child_rowed, fixed_row=False):
+        """Lines adding ``node``'s adjoint times its partials to the adjoints of its
+        children that are (``child_rowed``) or are not row-aligned."""
+        info = self.info[id(node)]
+        kids = [(j, c) for j, c in enumerate(node.children)
+                if self.info[id(c)].adjoint is not None and self.info[id(c)].rowed == child_rowed]
+        if not kids or (info.adjoint is None and not isinstance(node, _Kernel)):
+            return []
+        method = getattr(self, "_rev_" + KINDS[type(node)])
+        return method(node, info, kids, fixed_row)
+
+    def _seed(self, node, info, t):
+        """Code of ``node``'s adjoint at ``t`` (the kernel's: 1)."""
+        return "1.0" if isinstance(node, _Kernel) else self._adj(node, "r", t)
+
+    def _rev_elementwise(self, node, info, kids, fixed_row):
+        op = OPS[node.op]
+
+        def body(t, index):
+            args = [self._at(c, "r", index(c)) for c in node.children]
+            return [f"{self._adj(c, 'r', index(c))} += {self._seed(node, info, t)} * "
+                    f"({op.derivatives[j].format(*args, v=self._at(node, 'r', t))})" for j, c in kids]
+        return self._rows(self._event_loops(node, info.event, node.children, body), info.rowed, fixed_row)
+
+    def _rev_kernel(self, node, info, kids, fixed_row):
+        partials = self.partials[id(node)]
+
+        def body(t, index):
+            here = f"[r, {t}]" if info.rowed else f"[{t}]"
+            seed = "" if isinstance(node, _Kernel) else f"{self._adj(node, 'r', t)} * "
+            return [f"{self._adj(c, 'r', index(c))} += {seed}{partials[j]}{here}" for j, c in kids]
+        return self._rows(self._event_loops(node, info.event, node.children, body), info.rowed, fixed_row)
+
+    def _rev_matmul(self, node, info, kids, fixed_row):
+        left, right = node.children
+        li, ri = self.info[id(left)], self.info[id(right)]
+        lines = []
+        for j, child in kids:
+            if li.rowed and j == 0:  # G @ B.T into the rows' adjoint
+                k = left.shape[1]
+                if right.ndim == 2:
+                    tmp = self.low.workspaces.declare(f"st{info.value[2:]}", BLOCK, k)
+                    lines += [f"np.dot({info.adjoint}[:nb], {ri.value}.reshape(({k}, {right.shape[1]})).T, {tmp}[:nb])",
+                              "for r in range(nb):", f"    for j in range({k}):",
+                              f"        {li.adjoint}[r, j] += {tmp}[r, j]"]
+                else:
+                    lines += ["for r in range(nb):", f"    for j in range({k}):",
+                              f"        {li.adjoint}[r, j] += {info.adjoint}[r, 0] * {ri.value}[j]"]
+            elif li.rowed:  # A.T @ G into the whole right operand's adjoint
+                k = left.shape[1]
+                m = right.shape[1] if right.ndim == 2 else 1
+                if fixed_row:
+                    lines += [f"for j in range({k}):", f"    for q in range({m}):",
+                              f"        {ri.adjoint}[j * {m} + q] += {li.value}[r, j] * {info.adjoint}[r, q]"]
+                elif right.ndim == 2:
+                    tmp = self.low.workspaces.declare(f"su{info.value[2:]}", k, m)
+                    lines += [f"np.dot({li.value}[:nb].T, {info.adjoint}[:nb], {tmp})",
+                              f"{ri.adjoint} += {tmp}.reshape({k * m})"]
+                else:
+                    lines += [f"for j in range({k}):", "    acc = 0.0", "    for r in range(nb):",
+                              f"        acc += {li.value}[r, j] * {info.adjoint}[r, 0]",
+                              f"    {ri.adjoint}[j] += acc"]
+            else:  # whole @ whole
+                a, b = left.shape, right.shape
+                n, k, m = (a[0] if len(a) == 2 else 1), a[-1], (b[1] if len(b) == 2 else 1)
+                mine, other = (li, ri) if j == 0 else (ri, li)
+                at = (f"i * {k} + j", f"j * {m} + q")
+                lines += [f"for i in range({n}):", f"    for q in range({m}):", f"        for j in range({k}):",
+                          f"            {mine.adjoint}[{at[j]}] += {info.adjoint}[i * {m} + q] * "
+                          f"{other.value}[{at[1 - j]}]"]
+        return lines
+
+    def _rev_reduce(self, node, info, kids, fixed_row):
+        (x,) = node.children
+        xi = self.info[id(x)]
+        axis = node.axis - (1 if xi.rowed else 0)
+        outer, n, inner = math.prod(xi.event[:axis]), xi.event[axis], math.prod(xi.event[axis + 1:])
+        here = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        at, own = f"(o * {n} + j) * {inner} + u", f"o * {inner} + u"
+        grad = here(info.adjoint, own)
+        if node.op == "logsumexp":
+            grad += f" * vmath.exp({here(xi.value, at)} - {here(info.value, own)})"
+        lines = [f"for o in range({outer}):", f"    for u in range({inner}):", f"        for j in range({n}):",
+                 f"            {here(xi.adjoint, at)} += {grad}"]
+        return self._rows(lines, info.rowed, fixed_row)
+
+    def _rev_log_softmax(self, node, info, kids, fixed_row):
+        (x,) = node.children
+        xi = self.info[id(x)]
+        n = xi.event[-1] if xi.event else 1
+        outer = max(info.size, 1) // n
+        here = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        q = f"o * {n} + j"
+        lines = [f"for o in range({outer}):", "    acc = 0.0", f"    for j in range({n}):",
+                 f"        acc += {here(info.adjoint, q)}", f"    for j in range({n}):",
+                 f"        {here(xi.adjoint, q)} += {here(info.adjoint, q)} - vmath.exp({here(info.value, q)}) * acc"]
+        return self._rows(lines, info.rowed, fixed_row)
+
+    def _rev_transpose(self, node, info, kids, fixed_row):
+        (x,) = node.children
+        a, b = x.shape
+        return [f"for i in range({a}):", f"    for j in range({b}):",
+                f"        {self.info[id(x)].adjoint}[i * {b} + j] += {info.adjoint}[j * {a} + i]"]
+
+    def _rev_take(self, node, info, kids, fixed_row):
+        xi, src, dst, outer, inner = self._take_map(node)
+        at = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        lines = [f"for o in range({outer}):", f"    for u in range({inner}):",
+                 f"        {at(xi.adjoint, src)} += {at(info.adjoint, dst)}"]
+        return self._rows(lines, info.rowed, fixed_row)
+
+    def _rev_element(self, node, info, kids, fixed_row):
+        return [f"{self.info[id(node.children[0])].adjoint}[{node.position}] += {info.adjoint}[0]"]
+
+    def _rev_slice(self, node, info, kids, fixed_row):
+        return [f"for j in range({node.shape[0]}):",
+                f"    {self.info[id(node.children[0])].adjoint}[{node.start} + {node.step} * j] += {info.adjoint}[j]"]
+
+    def _rev_sum(self, node, info, kids, fixed_row):
+        return [f"{self.info[id(node.children[0])].adjoint}[:] += {info.adjoint}[0]"]
+
+    def _rev_gather(self, node, info, kids, fixed_row):
+        source, index = node.children
+        size = max(info.size, 1)
+        lines = [f"g = {self._index(index)}", f"for t in range({size}):",
+                 f"    {self.info[id(source)].adjoint}[g * {size} + t] += {info.adjoint}[r, t]"]
+        return self._rows(lines, True, fixed_row)
+
+    def _rev_param(self, node, info, row):
+        """Lines sending a parameter's adjoint buffer into the gradient (``row``: the
+        per-sample row, or None) or into its event transform's adjoint."""
+        p = self.layout.params[node.name]
+        target = self.low.target
+        rows = Rows(False)
+        if node.shape == ():
+            e = entry(p)
+            scale = "" if p.transform.identity else f" * {self.scalar_dx[id(node)]}"
+            return [f"{target(e, row or 'r', rows)} += {info.adjoint}[0]{scale}"]
+        if p.transform.event:
+            return [f"aw_{p.ident}[:] += {info.adjoint}"]
+        scale = "" if p.transform.identity else f" * dw_{p.ident}[k]"
+        return [f"for k in range({p.size}):", f"    {target(entry(p, 'k'), row or 'r', rows)} += {info.adjoint}[k]{scale}"]
+
+    # ----- the term -----------------------------------------------------
+    def lines(self):
+        whole = [n for n in self.order if not self.info[id(n)].rowed]
+        rowed = [n for n in self.order if self.info[id(n)].rowed]
+        head = [f"# term {self.term.name!r} (values with shape): {self._describe()}"]
+        forward_whole = [line for n in whole for line in self._forward(n)]
+        if not self.rowed:  # no rows of data: one row, and every value is whole
+            return head + self._whole_term(forward_whole, whole)
+        n_rows = f"n_{self.layout.data_ident(self.rowed_data)}"
+        loop = [f"for b0 in range(0, {n_rows}, {BLOCK}):"]
+        block = [f"b1 = min(b0 + {BLOCK}, {n_rows})", "nb = b1 - b0"]
+        if self.gradient:
+            block += [f"{self.info[id(n)].adjoint}[:nb] = {'1.0' if n is self.root else '0.0'}"
+                      for n in rowed if self.info[id(n)].adjoint is not None]
+        block += [line for n in rowed for line in self._forward(n)] + self._accumulate()
+        if not self.gradient:
+            return head + forward_whole + loop + indent(block)
+        zero_whole = [f"{self.info[id(n)].adjoint}[:] = 0.0" for n in whole
+                      if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place]
+        for n in reversed(rowed):
+            block += self._contributions(n, True)
+            if not self.per_row:
+                block += self._contributions(n, False)
+        if not self.per_row:
+            return (head + forward_whole + self._views(whole, None) + zero_whole + loop + indent(block)
+                    + self._whole_sweep(whole, None))
+        # each row zeroed just before it is written: it stays in cache (a block's rows,
+        # zeroed at once, can outgrow it)
+        target = self.low.target
+        row = "r" if target.block_local else "b0 + r"
+        per_row = target.zero_row(row) + self._views(whole, row) + zero_whole + self._event_zero()
+        for n in reversed(rowed):
+            per_row += self._contributions(n, False, fixed_row=True)
+        per_row += self._whole_sweep(whole, row) + self._row_columns(row)
+        block += ["for r in range(nb):"] + indent(per_row) + target.after_block()
+        return head + forward_whole + loop + indent(block)
+
+    def _accumulate(self):
+        """Lines adding the block's log densities to ``lp`` (or writing each row's
+        to ``out`` for the pointwise log-likelihood)."""
+        info = self.info[id(self.root)]
+        size = max(info.size, 1)
+        if self.mode == "lp":
+            return [f"lp += np.sum({info.value}[:nb])"] if size > 1 else ["for r in range(nb):", f"    lp += {info.value}[r, 0]"]
+        if self.mode == "pointwise":
+            return ["for r in range(nb):", f"    out[b0 + r] = np.sum({info.value}[r])"]
+        return []
+
+    def _whole_term(self, forward_whole, whole):
+        info = self.info[id(self.root)]
+        lines = list(forward_whole)
+        if self.mode == "lp":
+            lines.append(f"lp += np.sum({info.value})")
+        elif self.mode == "pointwise":
+            lines.append(f"out[0] = np.sum({info.value})")
+        if not self.gradient:
+            return lines
+        zero = [f"{self.info[id(n)].adjoint}[:] = {'1.0' if n is self.root else '0.0'}" for n in whole
+                if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place]
+        row = "0" if self.per_row else None
+        lines += (self.low.target.zero() if self.per_row else []) + self._views(whole, row) + zero + self._event_zero()
+        return lines + self._whole_sweep(whole, row) + (self._row_columns("0") if self.per_row else [])
+
+    def _event_zero(self):
+        return [f"aw_{p.ident}[:] = 0.0" for p in self._event_params()] if self.per_row else []
+
+    def _event_params(self):
+        return [self.layout.params[n.name] for n in self.order
+                if isinstance(n, ex.Param) and self.layout.params[n.name].transform.event]
+
+    def _whole_sweep(self, whole, row):
+        """The reverse sweep of the whole nodes into the gradient (or the row ``row``)."""
+        lines = []
+        for n in reversed(whole):
+            info = self.info[id(n)]
+            if info.adjoint is None and not isinstance(n, _Kernel):
+                continue
+            if isinstance(n, ex.Param):
+                lines += [] if info.in_place else self._rev_param(n, info, row)
+            else:
+                lines += self._contributions(n, False)
+        if row is not None:
+            lines += [line for p in self._event_params()
+                      for line in self.low.target.event_reverse(p, row, Rows(False))]
+        return lines
+
+    def _row_columns(self, row):
+        rows = Rows(False)
+        return self.low.target.column_lines(row, rows) + self.low.target.fixed_column_lines(row, rows)
+
+    def _describe(self):
+        if self.term.dist is None:
+            return f"potential {self.term.value.label()}"
+        return f"{self.term.value.label()} ~ {self.term.dist.spec.name}(...)"
+
+
+# The method suffix of each node type (``_fwd_<kind>``, ``_rev_<kind>``).
+KINDS = {
+    ex.Param: "param", ex.Data: "data", ex.Unary: "elementwise", ex.Binary: "elementwise",
+    ex.Ternary: "elementwise", ex.LogPdf: "kernel", _Kernel: "kernel", ex.MatMul: "matmul",
+    ex.MatVec: "matmul", ex.Reduce: "reduce", ex.LogSoftmax: "log_softmax", ex.Transpose: "transpose",
+    ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum", ex.Gather: "gather",
+}

@@ -1,0 +1,333 @@
+"""Values with shape (``logdens.shaped``): matrix parameters, products, axis
+reductions, log_softmax, transposes, matrix indexing and row gathers, and a
+small neural network's likelihood with per-sample gradients.
+
+References: the numpy evaluator (``logdens.evaluate``) with the kernels'
+numpy log densities for values, a hand-written numpy backpropagation for the
+network, and 5-point finite differences of the value for gradients
+(``engine_helpers.check_gradient``: rtol 1e-6, the stencil's accuracy).
+Values agree to 1e-10 relative: the same arithmetic in another order (BLAS
+sums in blocks).
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import logdens as ld
+from logdens.distributions import vectorize
+from logdens.evaluate import evaluate
+from logdens.expr import ModelError
+from engine_helpers import check_gradient, per_sample_rows
+
+
+def reference_log_density(density, theta):
+    """sum over terms of the kernels' numpy log density at the numpy evaluator's
+    values, plus the log-Jacobian: no engine code involved."""
+    values = {**density.constrain(theta), **density._arrays}
+    total = 0.0
+    for term in density.model.terms:
+        if term.dist is None:
+            total += np.sum(evaluate(term.value, values))
+            continue
+        args = np.broadcast_arrays(*[np.asarray(evaluate(a, values), dtype=float) for a in term.args])
+        total += np.sum(vectorize.logpdf(term.dist.spec, args))
+    lj = density.log_density(theta) - density.log_density(theta, jacobian=False)
+    return total + lj
+
+
+def check_model(m, rng, theta=None, per_sample=()):
+    """Value against the reference (constants included), gradient against finite
+    differences, the compiled module against its Python twin, per-sample rows
+    summing to their term's gradient."""
+    density = m.compile()
+    theta = rng.normal(size=density.dim) * 0.5 if theta is None else theta
+    want = reference_log_density(density, theta)
+    got = density.log_density(theta, propto=False)
+    assert np.isclose(got, want, rtol=1e-10, atol=1e-10), (got, want)
+    check_gradient(density, theta, rng)
+    twin = m.compile(backend="python")
+    lp, grad = density.log_density_gradient(theta)
+    lp2, grad2 = twin.log_density_gradient(theta)
+    assert np.isclose(lp, lp2, rtol=1e-12)
+    np.testing.assert_allclose(grad, grad2, rtol=1e-10, atol=1e-10)
+    for name in per_sample:
+        rows = per_sample_rows(density, theta, name)
+        alone = _without(m, name).compile()
+        np.testing.assert_allclose(rows.sum(axis=0), grad - alone.log_density_gradient(theta)[1],
+                                   rtol=1e-9, atol=1e-9)
+    return density, theta
+
+
+def _without(m, name):
+    """``m`` without term ``name`` (same parameters in the same order)."""
+    copy = m.snapshot()
+    copy.terms = tuple(t for t in copy.terms if t.name != name)
+    return copy
+
+
+# ----- the neural network ------------------------------------------------
+D, H, K = 4, 6, 3
+
+
+def mlp_model(X, Y):
+    m = ld.Model()
+    x = m.data("X", X)
+    W1 = m.param("W1", ld.Normal(0, 1), shape=(D, H))
+    b1 = m.param("b1", ld.Normal(0, 1), shape=H)
+    W2 = m.param("W2", ld.Normal(0, 1), shape=(H, K))
+    b2 = m.param("b2", ld.Normal(0, 1), shape=K)
+    sigma = m.param("sigma", ld.HalfNormal(1))
+    out = ld.tanh(x @ W1 + b1) @ W2 + b2
+    m.observe("Y", ld.Normal(out, sigma), Y)
+    return m
+
+
+def mlp_backprop(p, X, Y):
+    """Per-row gradients of the Normal log-likelihood w.r.t. W1, b1, W2, b2 and
+    log(sigma), by hand."""
+    a1 = X @ p["W1"] + p["b1"]
+    h = np.tanh(a1)
+    out = h @ p["W2"] + p["b2"]
+    s = p["sigma"]
+    g_out = (Y - out) / s ** 2                        # d loglik / d out
+    g_h = g_out @ p["W2"].T
+    g_a1 = g_h * (1 - h ** 2)
+    rows = {"W1": X[:, :, None] * g_a1[:, None, :], "b1": g_a1,
+            "W2": h[:, :, None] * g_out[:, None, :], "b2": g_out,
+            "sigma": (((Y - out) ** 2).sum(1) / s ** 2 - K)[:, None]}  # d / d log(sigma)
+    return {k: v.reshape(len(X), -1) for k, v in rows.items()}
+
+
+@pytest.mark.parametrize("n", [1, 5, 130, 300])  # one row, part of a block, past one block
+def test_mlp_against_hand_written_backpropagation(n):
+    rng = np.random.default_rng(n)
+    X, Y = rng.normal(size=(n, D)), rng.normal(size=(n, K))
+    m = mlp_model(X, Y)
+    density, theta = check_model(m, rng, per_sample=("Y",))
+    p = density.constrain(theta)
+    want = mlp_backprop(p, X, Y)
+    rows = density.per_sample_gradient(theta, "Y")
+    for slot in density.layout.params.values():
+        np.testing.assert_allclose(rows[:, slot.offset:slot.offset + slot.size], want[slot.name],
+                                   rtol=1e-10, atol=1e-12)
+    out = np.tanh(X @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
+    pointwise = density.pointwise_log_likelihood(theta)["Y"]
+    np.testing.assert_allclose(pointwise, stats.norm.logpdf(Y, out, p["sigma"]).sum(axis=1), rtol=1e-12)
+
+
+def test_mlp_new_rows_reuse_the_compiled_module():
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(40, D)), rng.normal(size=(40, K))
+    density = mlp_model(X, Y).compile()
+    theta = rng.normal(size=density.dim) * 0.5
+    source = density.source()
+    X2, Y2 = rng.normal(size=(7, D)), rng.normal(size=(7, K))
+    density.set_data(X=X2, Y=Y2)
+    assert density.source() == source
+    fresh = mlp_model(X2, Y2).compile()
+    assert np.isclose(density.log_density(theta), fresh.log_density(theta), rtol=1e-13)
+    out = np.empty((7, density.dim))
+    assert density.per_sample_gradient(theta, "Y", out=out) is out
+    np.testing.assert_allclose(out, fresh.per_sample_gradient(theta, "Y"), rtol=1e-13)
+    with pytest.raises(ModelError, match="only its first axis"):
+        density.set_data(X=rng.normal(size=(7, D + 1)))
+
+
+def test_per_sample_out_is_checked():
+    rng = np.random.default_rng(4)
+    density = mlp_model(rng.normal(size=(5, D)), rng.normal(size=(5, K))).compile()
+    theta = np.zeros(density.dim)
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        density.per_sample_gradient(theta, "Y", out=np.empty((4, density.dim)))
+    with pytest.raises(ValueError, match="dense rows"):
+        density.per_sample_gradient(theta, "Y", sparse=True, out=np.empty((5, density.dim)))
+
+
+# ----- every node kind ---------------------------------------------------
+def test_softmax_regression_with_log_softmax():
+    rng = np.random.default_rng(5)
+    n, d, k = 150, 3, 4
+    X = rng.normal(size=(n, d))
+    onehot = np.eye(k)[rng.integers(0, k, n)]
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 2), shape=(d, k))
+    alpha = m.param("alpha", ld.Normal(0, 2), shape=k)
+    m.potential("lik", ld.sum(ld.log_softmax(m.data("X", X) @ W + alpha) * onehot, axis=-1), observed=True)
+    check_model(m, rng, per_sample=("lik",))
+
+
+def test_scaled_vector_product_and_matrix_products():
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(60, 3)), rng.normal(size=60)
+    m = ld.Model()
+    tau = m.param("tau", ld.HalfNormal(1))
+    beta = m.param("beta", ld.Normal(0, 1), shape=3)
+    A = m.param("A", ld.Normal(0, 1), shape=(2, 3))
+    B = m.param("B", ld.Normal(0, 1), shape=(3, 2))
+    m.observe("y", ld.Normal(m.data("X", X) @ (tau * beta), 1.0), y)
+    m.potential("products", ld.sum(A @ B) + beta @ (B @ A[:, 0]) + ld.sum(A.T * B) + A[1] @ beta)
+    check_model(m, rng, per_sample=("y",))
+
+
+def test_axis_reductions_indexing_and_mean():
+    rng = np.random.default_rng(7)
+    Y = rng.normal(size=(50, 3))
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 1), shape=(2, 3))
+    s = m.param("s", ld.HalfNormal(1), shape=(2, 3))  # a matrix under an elementwise transform
+    m.observe("Y", ld.Normal(mu[0] + mu[:, 1][1], s[1]), Y)
+    m.potential("whole", ld.logsumexp(mu, axis=0) @ s[0] * 0.1 + ld.sum(ld.mean(mu, axis=1))
+                + ld.sum(ld.sum(s, axis=1)[:1]))
+    m.potential("rows", ld.logsumexp(m.data("Yd", Y) * mu[0], axis=1) - ld.sum(s[1] ** 2), observed=True)
+    check_model(m, rng, per_sample=("Y", "rows"))
+
+
+def test_row_gather_of_a_parameter_matrix():
+    rng = np.random.default_rng(8)
+    n, groups = 90, 5
+    group = rng.integers(0, groups, n)
+    Y = rng.normal(size=(n, 2))
+    m = ld.Model()
+    effects = m.param("effects", ld.Normal(0, 1), shape=(groups, 2))
+    scale = m.param("scale", ld.HalfNormal(1), shape=2)
+    m.observe("Y", ld.Normal(effects[m.data("group", group)], scale), Y)
+    check_model(m, rng, per_sample=("Y",))
+
+
+def test_potential_sum_over_rows_and_events():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(70, 3))
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 2))
+    m.potential("p", ld.sum(ld.sigmoid(m.data("X", X) @ W)))
+    check_model(m, rng)
+
+
+# ----- shapes are checked when an expression is built --------------------
+def test_build_time_shape_errors_name_both_shapes():
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 4))
+    v = m.param("v", ld.Normal(0, 1), shape=3)
+    with pytest.raises(ModelError, match=r"\(3, 4\) and \(3,\) do not match"):
+        W @ v
+    with pytest.raises(ModelError, match="do not broadcast"):
+        W + v
+    with pytest.raises(ModelError, match="out of range"):
+        ld.sum(W, axis=2)
+    with pytest.raises(ModelError, match="out of bounds"):
+        W[:, 4]
+    with pytest.raises(ModelError, match="give an axis"):
+        ld.logsumexp(W)
+
+
+def test_lowering_errors_name_the_term():
+    rng = np.random.default_rng(10)
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 3))
+    X = m.data("X", rng.normal(size=(3, 3)))
+    m.potential("p", ld.sum(W @ X))
+    with pytest.raises(ModelError, match="term 'p'.*rows of data"):
+        m.compile()
+
+
+def test_empirical_fisher_is_the_sum_of_the_rows_outer_products():
+    rng = np.random.default_rng(11)
+    X, Y = rng.normal(size=(150, D)), rng.normal(size=(150, K))  # two blocks, the second partial
+    density = mlp_model(X, Y).compile()
+    theta = rng.normal(size=density.dim) * 0.5
+    rows = density.per_sample_gradient(theta, "Y")
+    np.testing.assert_allclose(density.empirical_fisher(theta, "Y"), rows.T @ rows, rtol=1e-10, atol=1e-10)
+
+
+def test_empirical_fisher_of_a_scalar_term_from_its_sparse_rows():
+    rng = np.random.default_rng(12)
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1), shape=3)
+    m.observe("y", ld.Normal(a[m.data("g", rng.integers(0, 3, 40))], 1.0), rng.normal(size=40))
+    density = m.compile()
+    theta = rng.normal(size=3)
+    rows = density.per_sample_gradient(theta, "y")
+    np.testing.assert_allclose(density.empirical_fisher(theta, "y"), rows.T @ rows, rtol=1e-12)
+
+
+# ----- random models with matrices (hypothesis) --------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+N_ROWS, NX, NK, GROUPS = 140, 3, 4, 3  # 140 rows: a full block of 128 and a partial one
+
+
+def _random_rows(draw, pool, depth):
+    """A random row-aligned expression of shape (N_ROWS, NK)."""
+    choice = draw(st.integers(0, 7 if depth > 0 else 2))
+    if choice == 0:
+        return pool["X"] @ pool["W"]
+    if choice == 1:
+        return pool["G"][pool["g"]]                     # rows of a parameter matrix, by index
+    if choice == 2:
+        return pool["Z"] * pool["v"] + pool["s"]        # data rows, a whole vector, a scalar
+    inner = _random_rows(draw, pool, depth - 1)
+    if choice == 3:
+        return draw(st.sampled_from([ld.tanh, ld.sin, ld.sigmoid, lambda x: 0.3 * ld.square(x)]))(inner)
+    if choice == 4:
+        other = draw(st.sampled_from([pool["v"], pool["W"][1], pool["A"][:, 2], pool["A"].T @ pool["v"],
+                                      pool["s"], _random_rows(draw, pool, depth - 1)]))
+        return draw(st.sampled_from([lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b]))(inner, other)
+    if choice == 5:
+        return inner @ (0.5 * pool["A"])
+    if choice == 6:
+        return ld.log_softmax(inner)
+    return ld.where(inner > 0.0, inner, 0.5 * inner)
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_models_with_matrices(data):
+    """Compiled against the Python twin and the numpy evaluator, gradients against
+    finite differences, per-sample rows summing to the gradient, the empirical
+    Fisher equal to the explicit sum of the rows' outer products."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    m = ld.Model()
+    pool = {"X": m.data("X", rng.normal(size=(N_ROWS, NX))), "Z": m.data("Z", rng.normal(size=(N_ROWS, NK))),
+            "g": m.data("g", rng.integers(0, GROUPS, N_ROWS)),
+            "W": m.param("W", ld.Normal(0, 1), shape=(NX, NK)), "G": m.param("G", ld.Normal(0, 1), shape=(GROUPS, NK)),
+            "v": m.param("v", ld.Normal(0, 1), shape=NK), "A": m.param("A", ld.Normal(0, 1), shape=(NK, NK)),
+            "s": m.param("s", ld.Normal(0, 1))}
+    sigma = m.param("sigma", ld.HalfNormal(1))
+    rows = _random_rows(data.draw, pool, 3)
+    if data.draw(st.booleans()):
+        m.observe("Y", ld.Normal(rows, sigma), rng.normal(size=(N_ROWS, NK)))
+    else:
+        reduce = data.draw(st.sampled_from([lambda x: ld.sum(x, axis=1), lambda x: ld.logsumexp(x, axis=-1)]))
+        m.potential("Y", reduce(rows) - ld.log(sigma), observed=True)
+    density, theta = check_model(m, rng, per_sample=("Y",))
+    per_row = density.per_sample_gradient(theta, "Y")
+    np.testing.assert_allclose(density.empirical_fisher(theta, "Y"), per_row.T @ per_row, rtol=1e-9, atol=1e-9)
+
+
+SHAPES = [(), (3,), (2,), (4, 3), (3, 4), (4, 2), (2, 3)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(SHAPES), st.sampled_from(SHAPES), st.sampled_from(["+", "*", "@", "index", "sum"]))
+def test_shape_rules_agree_with_numpy_or_refuse(left, right, op):
+    """Every built expression has numpy's shape; what numpy refuses is a ModelError."""
+    m = ld.Model()
+    a = m.param("a", shape=left) if left else m.param("a")
+    b = m.param("b", shape=right) if right else m.param("b")
+    x, y = np.zeros(left), np.zeros(right)
+    build = {"+": (lambda: a + b, lambda: x + y), "*": (lambda: a * b, lambda: x * y),
+             "@": (lambda: a @ b, lambda: x @ y),
+             "index": (lambda: a[1], lambda: x[1]), "sum": (lambda: ld.sum(a, axis=-1), lambda: x.sum(axis=-1))}
+    ours, theirs = build[op]
+    try:
+        if op == "sum" and left == ():
+            raise ValueError("numpy sums a 0-d array along axis -1; a scalar has no axis here")
+        want = np.shape(theirs())
+    except (ValueError, IndexError, TypeError):
+        with pytest.raises((ModelError, TypeError)):
+            ours()
+        return
+    assert ours().shape == want
