@@ -1,7 +1,8 @@
 """A small neural network's likelihood (10-32-32-10, tanh, Normal errors): the
-summed gradient and the per-sample gradient rows, ours against JAX
-``jit(value_and_grad)`` and ``jit(vmap(grad))``, one core, side by side in one
-run, as ratios, at batches of 32, 256 and 4096 rows.
+summed gradient, the per-sample gradient rows and the empirical Fisher
+information (the sum of the rows' outer products), ours against JAX
+``jit(value_and_grad)``, ``jit(vmap(grad))`` and ``jit`` of the rows' ``G.T @ G``,
+one core, side by side in one run, as ratios, at batches of 32, 256 and 4096 rows.
 
 Run: python benchmarks/bench_mlp.py [--quick]
 
@@ -78,8 +79,11 @@ def jax_functions(density, X, Y):
 
     x, y = jnp.asarray(X), jnp.asarray(Y)
     both = jax.jit(jax.value_and_grad(logp))
-    rows = jax.jit(jax.vmap(jax.grad(loglik), in_axes=(None, 0, 0)))
-    return (lambda t: both(t, x, y)[1].block_until_ready(), lambda t: rows(t, x, y).block_until_ready())
+    per_row = jax.vmap(jax.grad(loglik), in_axes=(None, 0, 0))
+    rows = jax.jit(per_row)
+    fisher = jax.jit(lambda t, x, y: per_row(t, x, y).T @ per_row(t, x, y))
+    return (lambda t: both(t, x, y)[1].block_until_ready(), lambda t: rows(t, x, y).block_until_ready(),
+            lambda t: fisher(t, x, y).block_until_ready())
 
 
 def row(n, rng, budget):
@@ -89,15 +93,18 @@ def row(n, rng, budget):
     _, want = density.log_density_gradient(theta)
     want_rows = density.per_sample_gradient(theta, "Y")
     times = {"value+grad": median_time(lambda: density.log_density_gradient(theta, out=grad), budget),
-             "per-sample": median_time(lambda: density.per_sample_gradient(theta, "Y", out=rows), budget)}
+             "per-sample": median_time(lambda: density.per_sample_gradient(theta, "Y", out=rows), budget),
+             "fisher": median_time(lambda: density.empirical_fisher(theta, "Y"), budget)}
     calls = jax_functions(density, X, Y)
     if calls is not None:
         import jax.numpy as jnp
         t = jnp.asarray(theta)
         np.testing.assert_allclose(np.asarray(calls[0](t)), want, rtol=1e-8, atol=1e-8)
         np.testing.assert_allclose(np.asarray(calls[1](t)), want_rows, rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(np.asarray(calls[2](t)), want_rows.T @ want_rows, rtol=1e-8, atol=1e-6)
         times["jax value+grad"] = median_time(lambda: calls[0](t), budget)
         times["jax per-sample"] = median_time(lambda: calls[1](t), budget)
+        times["jax fisher"] = median_time(lambda: calls[2](t), budget)
     return times
 
 
@@ -106,19 +113,20 @@ def main():
     parser.add_argument("--quick", action="store_true", help="shorter timing budget")
     args = parser.parse_args()
     budget = 0.3 if args.quick else 1.5
-    print("\n".join(describe()))
+    print(describe())
     rng = np.random.default_rng(20261126)
-    print("| rows | value+grad (us) | per-sample (us) | per-sample / value+grad | JAX value+grad (us) "
-          "| JAX per-sample (us) | JAX / ours, value+grad | JAX / ours, per-sample |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| rows | value+grad (us) | per-sample (us) | per-sample / value+grad | Fisher (us) "
+          "| JAX value+grad (us) | JAX per-sample (us) | JAX Fisher (us) "
+          "| JAX / ours: value+grad | per-sample | Fisher |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in (32, 256, 4096):
         started = time.perf_counter()
         t = {k: v * 1e6 for k, v in row(n, rng, budget).items()}
-        jax = ([f"{t['jax value+grad']:.0f}", f"{t['jax per-sample']:.0f}",
-                f"{t['jax value+grad'] / t['value+grad']:.2f}", f"{t['jax per-sample'] / t['per-sample']:.2f}"]
-               if "jax value+grad" in t else ["-"] * 4)
+        names = ("value+grad", "per-sample", "fisher")
+        jax = ([f"{t['jax ' + k]:.0f}" for k in names] + [f"{t['jax ' + k] / t[k]:.2f}" for k in names]
+               if "jax value+grad" in t else ["-"] * 6)
         print(f"| {n} | {t['value+grad']:.0f} | {t['per-sample']:.0f} | {t['per-sample'] / t['value+grad']:.2f} | "
-              + " | ".join(jax) + f" |  ({time.perf_counter() - started:.0f} s)", flush=True)
+              f"{t['fisher']:.0f} | " + " | ".join(jax) + f" |  ({time.perf_counter() - started:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The generated loops of five models, and plain loops over the branch-free
+"""The generated loops of six models, and plain loops over the branch-free
 kernels, stay vectorized (no timing: the LLVM IR).
 
 numba 0.68 (LLVM 22) left the Poisson model's loop scalar where numba 0.65
@@ -45,6 +45,7 @@ EXPECTED = {
     "bernoulli_logit": {"exp", "log", "div"},
     "logistic": {"exp", "log", "div"},
     "hierarchical": {"exp"},
+    "mlp": {"exp", "div", "mul"},  # tanh's exp and division, the Normal kernel over a block
 }
 
 
@@ -101,7 +102,7 @@ def kernel_report(package=distributions):
 
 
 def _models(n=64, seed=0):
-    """The five models of the engine benchmarks, small."""
+    """The five models of the engine benchmarks and a small neural network."""
     rng = np.random.default_rng(seed)
     y01 = (rng.uniform(size=n) < 0.5).astype(float)
     models = {}
@@ -119,6 +120,10 @@ def _models(n=64, seed=0):
     eta = (m.param("mu") + ld.exp(m.param("log_sigma")) * z)[m.data("group", rng.integers(0, 10, n))]
     eta = eta + m.param("b") * m.data("x", rng.normal(size=n))
     m.observe("c", ld.PoissonLog(eta), rng.poisson(2.0, n).astype(float))
+    m = models["mlp"] = ld.Model()  # values with shape (logdens.shaped): blocks of rows
+    W1, W2 = m.param("W1", ld.Normal(0, 1), shape=(4, 8)), m.param("W2", ld.Normal(0, 1), shape=(8, 3))
+    out = ld.tanh(m.data("X", rng.normal(size=(n, 4))) @ W1 + m.param("b1", shape=8)) @ W2
+    m.observe("Y", ld.Normal(out, m.param("sigma", ld.HalfNormal(1))), rng.normal(size=(n, 3)))
     return models
 
 
