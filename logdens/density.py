@@ -344,7 +344,9 @@ class LogDensity:
         term = self._observed(name)
         theta = _vector(theta, self.dim)
         if rules.shaped(term):
-            fisher = np.zeros((self.dim, self.dim))
+            if self._n_obs[term.name] == 0:
+                return np.zeros((self.dim, self.dim))
+            fisher = np.empty((self.dim, self.dim))  # assigned by the first product
             self._function("fisher", term.name)(theta, *self._row_data, fisher)
             return fisher
         rows = self.per_sample_gradient(theta, name, sparse=True)

@@ -40,9 +40,9 @@ lowering (``logdens.codegen``):
     the gradient rows as ``SLOTS_<term>`` (column, value) pairs per row
     (``logdens.rows``).
 ``fisher_<term>(theta, fdata, idata, fisher)``
-    adds the empirical Fisher information of a term with values with shape
-    (``logdens.shaped``), the sum of its rows' outer products, to ``fisher``,
-    a block of rows at a time.
+    the empirical Fisher information of a term with values with shape
+    (``logdens.shaped``), the sum of its rows' outer products, into
+    ``fisher`` (``logdens.rows.FisherRows``).
 
 ``<term>`` is the term's identifier in generated code (``Layout.term_idents``),
 never the user's name itself (see ``logdens.layout``).
@@ -53,11 +53,10 @@ import types
 from logdens.distributions.jit import FASTMATH
 from logdens import cache, rules
 from logdens.codegen import Lowering
-from logdens.cpu_blocks import BLOCK
 from logdens.lines import indent, tidy
 from logdens.targets import grad_target
 from logdens.layout import Layout, module_alias
-from logdens.rows import DenseRows, FisherRows, SparseRows
+from logdens.rows import FISHER_ROWS, DenseRows, FisherRows, SparseRows
 
 JIT = f"numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={{{', '.join(repr(f) for f in sorted(FASTMATH))}}})"
 C_SIGNATURE = "float64(CPointer(float64), CPointer(float64), CPointer(float64), int64, CPointer(int64), int64)"
@@ -330,7 +329,7 @@ def _observed_functions(model, layout, term, blocks):
     fisher = []
     if rules.shaped(term):  # the rows of a block into the Fisher information, none stored
         lowering = Lowering(layout, gradient=True, per_row=True, target=FisherRows(layout), blocks=blocks)
-        lowering.workspaces.declare("rows", BLOCK, layout.dim)
+        lowering.workspaces.declare("rows", FISHER_ROWS, layout.dim)
         lowering.workspaces.declare("outer", layout.dim, layout.dim)
         fisher_terms = _terms(lowering, model, "lp", term)
         fisher = _function(f"def fisher_{ident}(theta, fdata, idata, fisher):",

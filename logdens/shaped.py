@@ -254,6 +254,23 @@ class ShapedTerm:
             raise ModelError(f"{self.where}: the index {node.label()} must be a 1-D integer data array")
         return f"i_{self.layout.data_ident(node)}[b0 + r]"
 
+    def _row_element(self, buffer, rowed):
+        """``q -> code`` of element ``q`` of ``buffer`` at the block's row ``r``."""
+        return lambda q: self._element(buffer, rowed, "r", q)
+
+    def _row_element_of(self, rowed):
+        """``(buffer, q) -> code`` of element ``q`` at the block's row ``r``."""
+        return lambda buffer, q: self._element(buffer, rowed, "r", q)
+
+    def _event_axis(self, node, what):
+        """``(child info, axis)``: ``node.axis`` of its one child, counted in the
+        child's event; a ``ModelError`` saying ``what`` when it is the rows' axis."""
+        xi = self.info[id(node.children[0])]
+        axis = node.axis - (1 if xi.rowed else 0)
+        if axis < 0:
+            raise ModelError(f"{self.where}: {node.label()} {what}")
+        return xi, axis
+
     def _adj(self, node, row, t):
         info = self.info[id(node)]
         return self._element(info.adjoint, info.rowed, row, t)
@@ -398,15 +415,9 @@ class ShapedTerm:
         return self.info[id(node)].value
 
     def _fwd_reduce(self, node, info):
-        (x,) = node.children
-        xi = self.info[id(x)]
-        axis = node.axis - (1 if xi.rowed else 0)
-        if axis < 0:
-            raise ModelError(f"{self.where}: {node.label()} reduces over the rows of data; only a "
-                             "potential's outer ld.sum may")
+        xi, axis = self._event_axis(node, "reduces over the rows of data; only a potential's outer ld.sum may")
         outer, n, inner = math.prod(xi.event[:axis]), xi.event[axis], math.prod(xi.event[axis + 1:])
-        src = (lambda q: f"{xi.value}[r, {q}]") if xi.rowed else (lambda q: f"{xi.value}[{q}]")
-        dst = (lambda q: f"{info.value}[r, {q}]") if info.rowed else (lambda q: f"{info.value}[{q}]")
+        src, dst = self._row_element(xi.value, xi.rowed), self._row_element(info.value, info.rowed)
         at = f"(o * {n} + j) * {inner} + u"
         if node.op == "sum":
             body = ["acc = 0.0", f"for j in range({n}):", f"    acc += {src(at)}", f"{dst(f'o * {inner} + u')} = acc"]
@@ -422,8 +433,7 @@ class ShapedTerm:
         xi = self.info[id(x)]
         n = xi.event[-1] if xi.event else 1
         outer = max(info.size, 1) // n
-        src = (lambda q: f"{xi.value}[r, {q}]") if xi.rowed else (lambda q: f"{xi.value}[{q}]")
-        dst = (lambda q: f"{info.value}[r, {q}]") if info.rowed else (lambda q: f"{info.value}[{q}]")
+        src, dst = self._row_element(xi.value, xi.rowed), self._row_element(info.value, info.rowed)
         lines = [f"for o in range({outer}):", "    top = -math.inf", f"    for j in range({n}):",
                  f"        top = max(top, {src(f'o * {n} + j')})", "    acc = 0.0", f"    for j in range({n}):",
                  f"        acc += vmath.exp({src(f'o * {n} + j')} - top)", "    lse = top + vmath.log(acc)",
@@ -440,19 +450,15 @@ class ShapedTerm:
 
     def _take_map(self, node):
         """(source info, lines header, source flat index code, own flat index code) of ``Take``."""
-        (x,) = node.children
-        xi = self.info[id(x)]
-        axis = node.axis - (1 if xi.rowed else 0)
-        if axis < 0:
-            raise ModelError(f"{self.where}: {node.label()} picks one row of data; only whole values "
-                             "and the event axes of rows can be indexed")
+        xi, axis = self._event_axis(node, "picks one row of data; only whole values and the event axes "
+                                          "of rows can be indexed")
         shape = xi.event
         outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
         return xi, f"(o * {shape[axis]} + {node.position}) * {inner} + u", f"o * {inner} + u", outer, inner
 
     def _fwd_take(self, node, info):
         xi, src, dst, outer, inner = self._take_map(node)
-        at = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        at = self._row_element_of(info.rowed)
         lines = [f"for o in range({outer}):", f"    for u in range({inner}):",
                  f"        {at(info.value, dst)} = {at(xi.value, src)}"]
         return self._rows(lines, info.rowed)
@@ -561,11 +567,10 @@ class ShapedTerm:
         return lines
 
     def _rev_reduce(self, node, info, kids, fixed_row):
-        (x,) = node.children
-        xi = self.info[id(x)]
-        axis = node.axis - (1 if xi.rowed else 0)
+        x = node.children[0]
+        xi, axis = self._event_axis(node, "reduces over the rows of data")
         outer, n, inner = math.prod(xi.event[:axis]), xi.event[axis], math.prod(xi.event[axis + 1:])
-        here = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        here = self._row_element_of(info.rowed)
         at, own = f"(o * {n} + j) * {inner} + u", f"o * {inner} + u"
         grad = here(info.adjoint, own)
         if node.op == "logsumexp":
@@ -579,7 +584,7 @@ class ShapedTerm:
         xi = self.info[id(x)]
         n = xi.event[-1] if xi.event else 1
         outer = max(info.size, 1) // n
-        here = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        here = self._row_element_of(info.rowed)
         q = f"o * {n} + j"
         lines = [f"for o in range({outer}):", "    acc = 0.0", f"    for j in range({n}):",
                  f"        acc += {here(info.adjoint, q)}", f"    for j in range({n}):",
@@ -595,7 +600,7 @@ class ShapedTerm:
 
     def _rev_take(self, node, info, kids, fixed_row):
         xi, src, dst, outer, inner = self._take_map(node)
-        at = (lambda v, q: f"{v}[r, {q}]") if info.rowed else (lambda v, q: f"{v}[{q}]")
+        at = self._row_element_of(info.rowed)
         lines = [f"for o in range({outer}):", f"    for u in range({inner}):",
                  f"        {at(xi.adjoint, src)} += {at(info.adjoint, dst)}"]
         return self._rows(lines, info.rowed, fixed_row)
@@ -662,7 +667,7 @@ class ShapedTerm:
         # each row zeroed just before it is written: it stays in cache (a block's rows,
         # zeroed at once, can outgrow it)
         target = self.low.target
-        row = "r" if target.block_local else "b0 + r"
+        row = target.row
         # The row is zeroed whole even where it is then assigned: one contiguous store
         # (out of cache, assignments alone read every line first; 4096 rows of
         # the benchmark network: 17 against 8.9 ms).
@@ -671,8 +676,8 @@ class ShapedTerm:
         for n in reversed(rowed):
             per_row += self._contributions(n, False, fixed_row=True)
         per_row += self._whole_sweep(whole, row) + self._row_columns(row)
-        block += ["for r in range(nb):"] + indent(per_row) + target.after_block()
-        return head + forward_whole + self._flat_views() + loop + indent(block)
+        block += ["for r in range(nb):"] + indent(per_row) + target.after_block(n_rows)
+        return head + forward_whole + self._flat_views() + target.before_blocks() + loop + indent(block)
 
     def _flat_views(self):
         """Lines binding the flat views of block buffers (``f<buffer>``), once per term."""
