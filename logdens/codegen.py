@@ -20,6 +20,9 @@ Variables: ``v<n>`` values and ``a<n>`` their adjoints (each with a comment
 echoing the source node), ``d_<name>`` data arrays, ``i_<name>`` index
 arrays, ``n_<name>`` data lengths, all names validated identifiers.
 
+A term with values of more than one axis (matrices, rows of vectors) is lowered
+by ``logdens.shaped`` instead (``rules.shaped``), into the same function.
+
 What the lowering asks of a node comes from its rule (``logdens.rules``) and
 the op table (``logdens.ops``); how each node type is lowered is one entry of
 ``VALUE_RULES``. Where adjoints land is a target's choice
