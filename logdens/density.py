@@ -27,7 +27,7 @@ from logdens import dims as dimensions
 from logdens import expr as ex
 from logdens.distributions.constraints import EVENT_CONSTRAINTS, contains, describe
 from logdens.distributions.frozen import _first_violation
-from logdens import rules, validate
+from logdens import validate
 from logdens.evaluate import evaluate
 from logdens.row_order import RowOrder
 
@@ -343,11 +343,12 @@ class LogDensity:
         """
         term = self._observed(name)
         theta = _vector(theta, self.dim)
-        if rules.shaped(term):
+        fused = getattr(self._module, f"fisher_{self.layout.term_idents[name]}", None)  # terms with shape
+        if fused is not None:
             if self._n_obs[term.name] == 0:
                 return np.zeros((self.dim, self.dim))
             fisher = np.empty((self.dim, self.dim))  # assigned by the first product
-            self._function("fisher", term.name)(theta, *self._row_data, fisher)
+            fused(theta, *self._row_data, fisher)
             return fisher
         rows = self.per_sample_gradient(theta, name, sparse=True)
         return (rows.T @ rows).toarray()

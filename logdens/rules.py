@@ -299,6 +299,12 @@ def lifted_each(node, args, batch):
             else np.broadcast_to(a, (n,) + np.shape(a)) for c, a in zip(node.children, args)]
 
 
+def _batched_axis(node, batch):
+    """``node.axis`` in its child's value, which has a leading axis of draws when
+    batched and dependent on parameters."""
+    return node.axis + (1 if batch and node.children[0].depends_on_params() else 0)
+
+
 class ReduceRule(Rule):
     """``ld.sum(x, axis=k)``, ``ld.logsumexp(x, axis=k)``."""
 
@@ -309,7 +315,7 @@ class ReduceRule(Rule):
 
     def evaluate(self, node, args, values, batch):
         (x,) = lifted_each(node, args, batch)
-        axis = node.axis + (1 if batch and node.children[0].depends_on_params() else 0)
+        axis = _batched_axis(node, batch)
         out = np.sum(x, axis=axis) if node.op == "sum" else sp.logsumexp(x, axis=axis)
         return batched_result(node, out, batch)
 
@@ -357,7 +363,7 @@ class TakeRule(Rule):
 
     def evaluate(self, node, args, values, batch):
         (x,) = lifted_each(node, args, batch)
-        axis = node.axis + (1 if batch and node.children[0].depends_on_params() else 0)
+        axis = _batched_axis(node, batch)
         return batched_result(node, np.take(x, node.position, axis=axis), batch)
 
     def length(self, node, below, ctx):

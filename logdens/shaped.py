@@ -25,8 +25,6 @@ sweep runs once per row into that row's output.
 
 import math
 
-import numpy as np
-
 from logdens import expr as ex
 from logdens import rules, validate
 from logdens.cpu_blocks import BLOCK
@@ -54,6 +52,9 @@ class _Kernel:
         return any(c.depends_on_params() for c in self.children)
 
 
+_NO_RULE = rules.Rule()
+
+
 class _Info:
     """What the lowering knows of one node: row-aligned or whole, its event shape,
     its value buffer, its adjoint buffer (None: no gradient through it)."""
@@ -62,6 +63,16 @@ class _Info:
         self.rowed, self.event, self.value, self.adjoint = rowed, event, value, adjoint
         self.size = math.prod(event)
         self.in_place = in_place  # the adjoint is a view of gradient entries (``_adds_in_place``)
+
+
+def _rule(node):
+    """The rule of an expression node (``logdens.rules``); the term's kernel has none."""
+    return _NO_RULE if isinstance(node, _Kernel) else rules.rule(node)
+
+
+def _calls_kernel(node):
+    """Whether ``node`` calls a distribution's kernel: the term's, or ``dist.logpdf(x)``."""
+    return isinstance(node, _Kernel) or rules.rule(node).kernel_spec(node) is not None
 
 
 def _flat(shape, names):
@@ -95,6 +106,10 @@ class ShapedTerm:
             self.root = _Kernel(term, keep, checked)
         self._visit(self.root)
         self.rowed = self.info[id(self.root)].rowed
+        self.parents = {}  # id(node) -> [(parent, position of node among its children)]
+        for node in self.order:
+            for j, child in enumerate(node.children):
+                self.parents.setdefault(id(child), []).append((node, j))
         self.partials = {}  # id(kernel node) -> {argument position: its partials' buffer}
         self.assigned, self.shared = set(), set()  # see ``_share_adjoints``
         self.flat_views = set()  # block buffers read flat (``_event_loops``)
@@ -117,7 +132,7 @@ class ShapedTerm:
 
     def _classify(self, node):
         kids = [self.info[id(c)] for c in node.children]
-        if isinstance(node, ex.Data) and node.ndim >= 1:
+        if _rule(node).data and node.ndim >= 1:
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
         else:
@@ -126,11 +141,12 @@ class ShapedTerm:
         if rowed and node.ndim == 0:
             raise ModelError(f"{self.where}: {node.label()} reduces over the rows of data inside an "
                              "expression with matrices; only a potential's outer ld.sum may")
-        needs = self.gradient and node.depends_on_params() and not isinstance(node, (ex.Const, _Kernel))
-        if isinstance(node, ex.Const):
+        needs = (self.gradient and node.depends_on_params()
+                 and not (isinstance(node, _Kernel) or _rule(node).constant))
+        if _rule(node).constant:
             return _Info(False, (), None, None)
         n = self.low.fresh("s")[1:]
-        if isinstance(node, ex.Data):
+        if _rule(node).data:
             if node.ndim > 2:
                 raise ModelError(f"{self.where}: data {node.label()} has shape {node.shape}; data of more "
                                  "than two axes are not supported")
@@ -138,7 +154,7 @@ class ShapedTerm:
                 return _Info(rowed, event, None, None)  # an index only, read where used
         shape = (BLOCK, max(math.prod(event), 1)) if rowed else (max(math.prod(event), 1),)
         value = f"sv{n}"
-        if not (isinstance(node, ex.Param) and node.shape != ()):
+        if not (_rule(node).param and node.shape != ()):
             self.low.workspaces.declare(value, *shape)
         if needs and self._adds_in_place(node):
             return _Info(rowed, event, value, f"sa{n}", in_place=True)
@@ -149,7 +165,7 @@ class ShapedTerm:
         """Whether the adjoint of parameter ``node`` is a view of its gradient entries
         (or of the per-sample row's): a vector without a transform, so its
         adjoint is its gradient. No buffer to zero, and no sweep."""
-        if not isinstance(node, ex.Param) or node.shape == () or node is self.root:
+        if not _rule(node).param or node.shape == () or node is self.root:
             return False
         return self.layout.params[node.name].transform.identity
 
@@ -173,13 +189,9 @@ class ShapedTerm:
         kernel's partial, the child reads that buffer instead of a copy
         (``shared``). A network's layers then cost no adjoint pass of their own
         between the products."""
-        parents = {}
+        parents = self.parents
         for node in self.order:
-            if self.info[id(node)].rowed:
-                for j, child in enumerate(node.children):
-                    parents.setdefault(id(child), []).append((node, j))
-        for node in self.order:
-            if isinstance(node, (_Kernel, ex.LogPdf)):
+            if _calls_kernel(node):
                 info = self.info[id(node)]
                 shape = (BLOCK, max(info.size, 1)) if info.rowed else (max(info.size, 1),)
                 self.partials[id(node)] = {
@@ -202,7 +214,7 @@ class ShapedTerm:
                 continue
             else:
                 continue
-            del self.low.workspaces.shapes[info.adjoint]
+            self.low.workspaces.drop(info.adjoint)
             info.adjoint = buffer
             self.shared.add(id(node))
 
@@ -215,11 +227,7 @@ class ShapedTerm:
         row's entries from one contribution covering all of them: a product's
         matrix (the row's outer product), a vector added to each row. They are
         assigned: no read of the (zeroed) row before the store."""
-        edges = {}
-        for node in self.order:
-            for j, child in enumerate(node.children):
-                edges.setdefault(id(child), []).append((node, j))
-        out = set()
+        edges, out = self.parents, set()
         for node in self.order:
             info = self.info[id(node)]
             if not info.in_place or len(edges.get(id(node), ())) != 1:
@@ -234,7 +242,7 @@ class ShapedTerm:
     def _at(self, node, row, t):
         """Code of ``node``'s element ``t`` (flat, in its event) at row ``row`` (None:
         ``t`` is the flat position in the block)."""
-        if isinstance(node, ex.Const):
+        if _rule(node).constant:
             return literal(node.value)
         info = self.info[id(node)]
         return self._element(info.value, info.rowed, row, t)
@@ -290,7 +298,7 @@ class ShapedTerm:
         shapes = {}
         for child in operands:
             kid = self.info[id(child)]
-            if isinstance(child, ex.Const) or kid.value is None:
+            if _rule(child).constant or kid.value is None:
                 continue
             if kid.rowed and len(kid.event) != len(event):
                 raise ModelError(f"{self.where}: {child.label()} (shape {child.shape}) and {node.label()}: "
@@ -333,7 +341,7 @@ class ShapedTerm:
     # ----- forward ------------------------------------------------------
     def _forward(self, node):
         info = self.info[id(node)]
-        if isinstance(node, ex.Const) or info.value is None:
+        if _rule(node).constant or info.value is None:
             return []
         method = getattr(self, "_fwd_" + KINDS.get(type(node), "unsupported"))
         return [f"# {info.value}: {node.label()}"] + method(node, info)
@@ -410,7 +418,7 @@ class ShapedTerm:
 
     def _whole(self, node):
         """Code of a whole node's flat buffer (a constant as a one-element array)."""
-        if isinstance(node, ex.Const):
+        if _rule(node).constant:
             raise ModelError(f"{self.where}: a product with the constant {node.label()}: use '*'")
         return self.info[id(node)].value
 
@@ -715,7 +723,7 @@ class ShapedTerm:
 
     def _event_params(self):
         return [self.layout.params[n.name] for n in self.order
-                if isinstance(n, ex.Param) and self.layout.params[n.name].transform.event]
+                if _rule(n).param and self.layout.params[n.name].transform.event]
 
     def _whole_sweep(self, whole, row):
         """The reverse sweep of the whole nodes into the gradient (or the row ``row``)."""
@@ -724,7 +732,7 @@ class ShapedTerm:
             info = self.info[id(n)]
             if info.adjoint is None and not isinstance(n, _Kernel):
                 continue
-            if isinstance(n, ex.Param):
+            if _rule(n).param:
                 lines += [] if info.in_place else self._rev_param(n, info, row)
             else:
                 lines += self._contributions(n, False)

@@ -272,6 +272,23 @@ def record(it, eps, ens, prop, draws, stats):
 
 
 @compiled
+def end_iteration(it, eps, duration, ens, prop, ad, in_window, window_end, iconf, fconf, draws, stats):
+    """After an iteration's leapfrog steps, the same in the compiled loop and the
+    batch loop: acceptance probabilities, the ChEES gradient of log T while
+    tuning, Metropolis, the draws' row ``it``, the warmup's adaptation.
+    Returns whether the step size must be found again (a warmup window ended)."""
+    proposal_finish(fconf[MAX_ERROR], prop)
+    tuning = it < iconf[N_TUNE]
+    grad_log_t = 0.0
+    if tuning:
+        grad_log_t = chees_gradient(ens.q, prop.q, prop.v, prop.accept, prop.diverging,
+                                    ad.inv_diag, duration, ad.centre0, ad.centre1)
+    metropolis(ens, prop)
+    record(it, eps, ens, prop, draws, stats)
+    return tuning and adapt(ad, ens, prop, grad_log_t, it, in_window, window_end, iconf, fconf)
+
+
+@compiled
 def n_leapfrog_steps(duration, eps, max_steps):
     """``ceil(duration / eps)`` within ``[1, max_steps]``."""
     n = math.ceil(duration / eps) if duration / eps < max_steps else max_steps
@@ -422,16 +439,8 @@ def _make_run_chunk():
                 kick(metric, eps, max_error, prop)
                 if interrupt[0] != 0:  # the cut-short transition is dropped
                     return it
-            proposal_finish(max_error, prop)
-            tuning = it < iconf[N_TUNE]
-            grad_log_t = 0.0
-            if tuning:
-                grad_log_t = chees_gradient(ens.q, prop.q, prop.v, prop.accept, prop.diverging,
-                                            inv_diag, duration, centre0, centre1)
-            metropolis(ens, prop)
-            record(it, eps, ens, prop, draws, stats)
-            if tuning and adapt(ad, ens, prop, grad_log_t, it, in_window, window_end, iconf,
-                                fconf):
+            if end_iteration(it, eps, duration, ens, prop, ad, in_window, window_end, iconf, fconf,
+                             draws, stats):
                 eps = entry_heuristic(f, fdata, idata, metric, ens, prop, sc[STEP], max_error)
                 restart_step_size(ad, eps)
         return stop
@@ -514,16 +523,8 @@ def _advance_batch(batch, ens, prop, ad, schedule, iconf, fconf, interrupt, star
             _leapfrog_batch(batch, metric, eps, max_error, prop)
             if interrupt[0] != 0:
                 return it
-        proposal_finish(max_error, prop)
-        tuning = it < iconf[N_TUNE]
-        grad_log_t = 0.0
-        if tuning:
-            grad_log_t = chees_gradient(ens.q, prop.q, prop.v, prop.accept, prop.diverging,
-                                        ad.inv_diag, duration, ad.centre0, ad.centre1)
-        metropolis(ens, prop)
-        record(it, eps, ens, prop, draws, stats)
-        if tuning and adapt(ad, ens, prop, grad_log_t, it, schedule[0], schedule[1], iconf,
-                            fconf):
+        if end_iteration(it, eps, duration, ens, prop, ad, schedule[0], schedule[1], iconf, fconf,
+                         draws, stats):
             eps = _heuristic_batch(batch, metric, ens, prop, sc[STEP], max_error)
             restart_step_size(ad, eps)
     return stop
