@@ -40,7 +40,7 @@ from logdens.layout import module_alias
 from logdens.lines import Accumulator, Workspaces, indent, literal, times
 from logdens.ops import OPS
 from logdens.shaped import ShapedTerm
-from logdens.targets import OWN_ROW, ChunkTarget, Entry, Rows, entry
+from logdens.targets import OWN_ROW, Atomic, ChunkTarget, Entry, Rows, entry
 
 class Block:
     """Straight-line code, or the body of one loop, with its own value cache.
@@ -66,12 +66,18 @@ class Lowering:
     every iteration (per-sample gradients) instead of once after the loop;
     ``blocks``: the CPU schedule of loops in blocks of rows, reading products,
     gathers and hoisted expressions through per-block buffers (``_blocks``);
-    without it every row does its own work, as a GPU thread would.
+    without it every row does its own work, as a GPU thread would. ``grid``:
+    the body of a GPU kernel (``logdens.cuda``), whose threads each take the
+    rows ``row0, row0 + rows_step, ...`` of every term with a plate and no
+    reduction, add to ``lp_t`` and, through the target, to thread-local
+    scalar adjoints or atomically to shared arrays; other terms run in the
+    point's first thread.
     """
 
-    def __init__(self, layout, gradient, target=None, per_row=False, chunks=None, blocks=True, workspaces=None):
+    def __init__(self, layout, gradient, target=None, per_row=False, chunks=None, blocks=True, workspaces=None,
+                 grid=False):
         self.layout, self.gradient, self.target, self.per_row = layout, gradient, target, per_row
-        self.blocks = blocks
+        self.blocks, self.grid, self.serial = blocks and not grid, grid, False
         self.workspaces = Workspaces() if workspaces is None else workspaces
         self.private = None  # in a parallel chunk: its workspaces, one row each (``_workspace``)
         self.gathered_index, self.gathered_order, self.rows = {}, {}, Rows(False)
@@ -82,7 +88,7 @@ class Lowering:
         self.terms = ()  # the model's terms, with ``assign_first``: who else reads a parameter
         self.serial_target, self.chunks = target, chunks
         self.chunk_target = ChunkTarget()
-        self.lp = "lp"
+        self.lp = "lp_t" if grid else "lp"
         self.counter = 0
         self.depends = {}
         self.owner, self.contributions = {}, {}  # record variable -> its block; see ``Accumulator``
@@ -120,10 +126,10 @@ class Lowering:
             u = f"theta[{p.offset}]"
             if p.transform.identity:
                 block.forward.append(f"{var} = {u}  # {node.name}")
-                return lambda a, b: [f"{self._target(entry(p))} += {a}"]
+                return lambda a, b: [self._add(self._target(entry(p)), a)]
             x, dx = p.transform.emit(block.forward, u, var)
             block.forward.append(f"{var} = {x}  # {node.name}")
-            return lambda a, b: [f"{self._target(entry(p))} += {a} * {dx}"]
+            return lambda a, b: [self._add(self._target(entry(p)), f"{a} * {dx}")]
         if index in self.gathered_index:
             return self._gathered_param(node, p, var, block, index)
         if self._row_aligned(block, index):
@@ -132,13 +138,13 @@ class Lowering:
             here = entry(p, index)
         if p.transform.event:
             block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
-            return lambda a, b: [f"{self._element(f'aw_{p.ident}', block, index)} += {a}"]
+            return lambda a, b: [self._add(self._event_adjoint(p, block, index), a)]
         op = "=" if node.name in self.assigning else "+="  # the first writer of these entries
         if p.transform.identity:
             block.forward.append(f"{var} = {self._element('theta', block, index, p.offset)}  # {node.name}[{index}]")
-            return lambda a, b: [f"{self._target(here)} {op} {a}"]
+            return lambda a, b: [self._add(self._target(here), a, op)]
         block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
-        return lambda a, b: [f"{self._target(here)} {op} {a} * {self._element(f'dw_{p.ident}', block, index)}"]
+        return lambda a, b: [self._add(self._target(here), f"{a} * {self._element(f'dw_{p.ident}', block, index)}", op)]
 
     def _value_data(self, node, var, block, outer, index):
         name, ident = self.layout.data_name(node), self.layout.data_ident(node)
@@ -172,13 +178,31 @@ class Lowering:
         return lambda a, b: [f"a{buffer}[{block.index}] = {a}"]
 
     def _sink(self, p, at, scatter=False):
-        """Code that, followed by a value, adds it to the adjoint of element ``at``
-        of parameter ``p``; with ``scatter``, in a loop over a block's rows ``r``
-        after the rows' loop (per row: into row ``b0 + r``)."""
+        """A function from the code of a value to the line adding it to the adjoint
+        of element ``at`` of parameter ``p``; with ``scatter``, in a loop over a
+        block's rows ``r`` after the rows' loop (per row: into row ``b0 + r``)."""
         if p.transform.event:
-            return f"aw_{p.ident}[{at}] += "
+            return lambda value: self._add(self._event_adjoint(p, None, at), value)
         scale = "" if p.transform.identity else f"dw_{p.ident}[{at}] * "
-        return f"{self._target(entry(p, at), 'r' if scatter and self.per_row else None)} += {scale}"
+        dest = self._target(entry(p, at), 'r' if scatter and self.per_row else None)
+        return lambda value: self._add(dest, scale + value)
+
+    def _add(self, dest, value, op="+="):
+        """The line adding ``value`` to ``dest`` (or assigning it, ``op="="``): an
+        atomic add where ``dest`` is an ``Atomic`` element (a GPU thread's
+        target that other threads add to as well)."""
+        if isinstance(dest, Atomic) and op == "+=":
+            return f"cuda.atomic.add({dest.array}, {dest.index}, {value})"
+        return f"{dest} {op} {value}"
+
+    def _event_adjoint(self, p, block, index):
+        """The adjoint of element ``index`` of event-transformed ``p``: shared by
+        every row, so atomic on a GPU."""
+        if self.grid:
+            return Atomic(f"aw_{p.ident}", index)
+        if block is None:
+            return f"aw_{p.ident}[{index}]"
+        return self._element(f"aw_{p.ident}", block, index)
 
     def _target(self, e, row=None):
         """Code of the gradient entry ``e`` at the loop's row (or at ``row``)."""
@@ -294,7 +318,7 @@ class Lowering:
         if self.needs_grad(source):
             self._workspace(f"a{h}", length)
             outer.forward += [f"a{h}[:] = 0.0"]
-            sink = (view, lambda at: f"a{h}[{at}] += ")
+            sink = (view, lambda at: lambda value: f"a{h}[{at}] += {value}")
             back = Block(self.fresh("i"), length)
             element = self.value(source, back, outer, back.index)
             self._push(source, element, f"a{h}[{back.index}]", back, into=back.reverse)
@@ -386,8 +410,9 @@ class Lowering:
                           f"    {var} += {X}[{j}, {index}] * {element}"]
 
         def rule(a, b):
-            adjoint = self._sink(p, j)
-            return [f"for {j} in range({vector.shape[0]}):", f"    {adjoint}{a} * {X}[{j}, {index}]"]
+            local = self.target.vector(p) if self.grid and not self.per_row else None
+            add = self._sink(p, j) if local is None else (lambda value: f"{local}[{j}] += {value}")
+            return [f"for {j} in range({vector.shape[0]}):", "    " + add(f"{a} * {X}[{j}, {index}]")]
         return rule
 
     def _value_sum(self, node, var, block, outer, index):
@@ -447,7 +472,7 @@ class Lowering:
         the loop's row through elementwise operations, no other parameter
         below ``node``, and no use of it anywhere else in the model (so no
         other code touches its entries between the loop and the scaling)."""
-        if not (self.gradient and self.assign_first and not self.per_row):
+        if not (self.gradient and self.assign_first and not self.per_row) or self.grid:
             return None
         names = {leaf.name for leaf in node.leaves() if rules.rule(leaf).param}
         if len(names) != 1:
@@ -500,6 +525,8 @@ class Lowering:
         arithmetic that only the value needs)."""
         if rules.shaped(term):
             lines = ShapedTerm(self, term, keep, mode).lines()
+        elif self.grid:
+            lines = self._grid_term(term, keep, mode)
         else:
             lines = self._term(term, keep, mode)
         self.touched |= term.params_read()
@@ -507,7 +534,7 @@ class Lowering:
 
     def _term(self, term, keep, mode):
         term = _rows_added(term)
-        chunked = self.gradient and self.chunks and _chunkable(term)
+        chunked = self.gradient and self.chunks and splits_rows(term)
         if chunked:  # each chunk adds into its own ``lps[c]`` and, unless disjoint, its own row of ``bufs``
             self.target, self.lp, self.private = self.chunk_target, "lp_c", []
         outer = Block()
@@ -520,6 +547,9 @@ class Lowering:
             self.layout.params[name].transform.event for name in term.params_read())
         if self.assign_first and not (self.per_row or chunked):
             self.assigning = self._row_only_params(term) - self.touched
+            if self.grid:  # rows of other terms run at the same time: only what no other term reads
+                self.assigning = {name for name in self.assigning if self.layout.params[name].transform.identity
+                                  and not any(name in t.params_read() for t in self.terms if t is not term)}
             self.assigned |= self.assigning
         self.buffered = self._buffers_rows(term)
         self.rows = Rows(bool(chunked) or self.buffered)
@@ -548,6 +578,17 @@ class Lowering:
         lines = self._chunks(head, outer, loop, inner)
         self.target, self.lp, self.private = self.serial_target, "lp", None
         return lines
+
+    def _grid_term(self, term, keep, mode):
+        """A term in a GPU kernel (``grid``): its rows spread over the point's
+        threads, or the whole term in the point's first thread when it has no
+        rows or a reduction inside (whose elements every row would read)."""
+        if splits_rows(term):
+            return self._term(term, keep, mode)
+        self.serial = True
+        lines = self._term(term, keep, mode)
+        self.serial = False
+        return ["if row0 == 0:  # no rows, or a reduction: one thread"] + indent(lines)
 
     def _buffered_scalars(self, outer):
         """``outer``'s reverse sweep with each scalar parameter's adjoint added to a
@@ -613,6 +654,8 @@ class Lowering:
         assert buffered == bool(self.blocked or self.gathered), "the body's buffers differ from _buffers_rows"
         if not buffered and lo == "0":
             zero = self.serial_target.zero() if self.per_row else []
+            if self.grid and not self.serial:  # this thread's rows
+                return zero + [f"for {loop.index} in range(row0, {hi}, rows_step):"] + indent(inner)
             if hi == "1":  # a term without a plate: its one row, no loop
                 return zero + [f"{loop.index} = 0"] + inner
             return zero + [f"for {loop.index} in range({hi}):"] + indent(inner)
@@ -645,7 +688,7 @@ class Lowering:
             view, entry = sink
             buffers.append(f"a{buffer}")
             if self.per_row:  # each row's adjoint into its own row
-                into_rows.append(f"{entry(f'{view}[r]')}a{buffer}[r]")
+                into_rows.append(entry(f"{view}[r]")(f"a{buffer}[r]"))
             else:
                 summed += scatter(view, self.gathered_order[view], entry, f"a{buffer}")
         if self.per_row:  # the columns of the scattered elements, row by row
@@ -760,7 +803,7 @@ def _rows_added(term):
     return term if value is term.value else term._replace(value=value, args=(value,))
 
 
-def _chunkable(term):
+def splits_rows(term):
     """A term can be chunked when it has a plate and no reduction inside."""
     return any(a.shape != () for a in term.args) and not any(rules.has_reduction(a) for a in term.args)
 

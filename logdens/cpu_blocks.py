@@ -47,16 +47,17 @@ def product_group(X, buffer, cols):
 
 
 def transposed_group(X, buffer, cols, sinks):
-    """Adds ``X[b0:b1, c] @ a<buffer>`` through ``sinks[k]`` for each column ``c = cols[k]``."""
+    """Adds ``X[b0:b1, c] @ a<buffer>`` through ``sinks[k]`` (value code -> line) for each column ``c = cols[k]``."""
     lines = [f"c{q} = {X}[{c}, b0:b1]" for q, c in enumerate(cols)] + [f"t{q} = 0.0" for q in range(len(cols))]
     lines += ["for r in range(b1 - b0):", f"    adjoint = a{buffer}[r]"]
     lines += [f"    t{q} += c{q}[r] * adjoint" for q in range(len(cols))]
-    return lines + [f"{sink}t{q}" for q, sink in enumerate(sinks)]
+    return lines + [sink(f"t{q}") for q, sink in enumerate(sinks)]
 
 
 def scatter(view, ordered, entry, adjoints):
     """Lines adding ``adjoints[r]`` to the adjoint of element ``view[r]`` (``view``:
-    the block's rows of an index array) for a block's rows.
+    the block's rows of an index array) for a block's rows; ``entry(k)`` is a
+    function from a value's code to the line adding it to element ``k``.
 
     When the index array never decreases (``ordered``, set by ``set_data``) and
     the block holds fewer than ``SPAN`` distinct indices, ``first .. last``:
@@ -67,8 +68,8 @@ def scatter(view, ordered, entry, adjoints):
     equal indices and 103 us by one add per row.
     """
     masked = [f"for g in range(first, last + 1):", "    t = 0.0", "    for r in range(b1 - b0):",
-              f"        t += {adjoints}[r] if {view}[r] == g else 0.0", f"    {entry('g')}t"]
-    rows = ["for r in range(b1 - b0):", f"    {entry(f'{view}[r]')}{adjoints}[r]"]
+              f"        t += {adjoints}[r] if {view}[r] == g else 0.0", "    " + entry("g")("t")]
+    rows = ["for r in range(b1 - b0):", "    " + entry(f"{view}[r]")(f"{adjoints}[r]")]
     return ([f"first, last = {view}[0], {view}[b1 - b0 - 1]",
              f"if {ordered} and last - first < {SPAN}:  # a few indices: one masked sum each"]
             + indent(masked) + ["else:"] + indent(rows))

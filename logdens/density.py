@@ -117,7 +117,7 @@ def _check_support(name, x, constraint):
 class LogDensity:
     """A model compiled to fused kernels (see the module docstring for the protocol)."""
 
-    def __init__(self, model, layout, module, source, parallel=False):
+    def __init__(self, model, layout, module, source, parallel=False, sort_rows=True):
         self.model, self.layout, self._module, self._source = model, layout, module, source
         self.dim = layout.dim
         if parallel and not hasattr(module, "core_parallel"):
@@ -126,7 +126,7 @@ class LogDensity:
         self._core = module.core_parallel if parallel else module.core
         self._shape = (self.dim,)
         self._direct = None if parallel else _entry_point(module.logp_grad)
-        self._row_order = RowOrder(model, layout)
+        self._row_order = RowOrder(model, layout) if sort_rows else None
         arrays = {name: node.value for name, node in model.data_nodes.items()}
         arrays.update(layout.anonymous)
         self._arrays, self._coords = {}, dict(model.coords)
@@ -156,7 +156,7 @@ class LogDensity:
         # Per-row outputs read the rows in the user's order; sums read them
         # sorted by group where that is faster (logdens.row_order).
         self._row_data = self.layout.pack(arrays)
-        packed = self._row_order.sort(arrays)
+        packed = self._row_order.sort(arrays) if self._row_order else arrays
         self.fdata, self.idata = self._row_data if packed is arrays else self.layout.pack(packed)
         self.numba_entry = NumbaEntry(self._module.logp_grad, self.fdata, self.idata)
         self._n_obs = self._count_observations()

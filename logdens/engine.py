@@ -353,8 +353,27 @@ def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=T
     source = generate_source(model, layout, blocks)
     if backend == "python":
         return LogDensity(model, layout, python_twin(source), source, parallel)
-    if backend != "cpu":
-        raise ValueError(f"unknown backend {backend!r}; available: 'cpu', 'python'")
+    if backend not in ("cpu", "cuda"):
+        raise ValueError(f"unknown backend {backend!r}; available: 'cpu', 'cuda', 'python'")
     module = cache.load(source, cache_dir)
-    return LogDensity(model, layout, module, source, parallel)
+    if backend == "cpu":
+        return LogDensity(model, layout, module, source, parallel)
+    return _cuda_density(model, layout, module, source, cache_dir)
+
+
+def _cuda_density(model, layout, module, source, cache_dir):
+    """A ``CudaLogDensity`` (``logdens.cuda_density``), or a clear error without a device."""
+    from logdens.cuda_source import generate_cuda_source
+    kernel_source = generate_cuda_source(model, layout)
+    try:
+        from numba import cuda
+        available = cuda.is_available()
+    except ImportError:
+        available = False
+    if not available:
+        raise RuntimeError("backend='cuda': no CUDA device found (numba.cuda.is_available() is False); install "
+                           "the extra that matches your driver, pip install 'logdens[cuda12]' or "
+                           "'logdens[cuda13]', or use backend='cpu'")
+    from logdens.cuda_density import CudaLogDensity
+    return CudaLogDensity(model, layout, module, source, cache.load(kernel_source, cache_dir), kernel_source)
 

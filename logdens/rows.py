@@ -85,6 +85,14 @@ class DenseRows:
         return []
 
 
+class GridRows(DenseRows):
+    """``DenseRows`` written by GPU threads (``codegen.Lowering`` with ``grid``),
+    a thread per row: ``out`` is zeroed before the launch, not by each thread."""
+
+    def zero(self):
+        return []
+
+
 class FisherRows(DenseRows):
     """Rows gathered in the scratch ``rows`` (``FISHER_ROWS``, dim), multiplied into
     the empirical Fisher information ``fisher`` (dim, dim) as ``rows.T @ rows``

@@ -645,7 +645,8 @@ def _batch_function(log_density, entry, gradient):
     """The batch gradient to use, or None for the compiled loop over the entry."""
     batch = getattr(log_density, "log_density_gradient_batch", None)
     if gradient is None:
-        gradient = "entry" if entry is not None or not callable(batch) else "batch"
+        on_device = getattr(log_density, "batches_on_device", False) and callable(batch)
+        gradient = "entry" if (entry is not None and not on_device) or not callable(batch) else "batch"
     if gradient not in ("entry", "batch"):
         raise ValueError(f"gradient={gradient!r}; expected 'entry', 'batch' or None")
     if gradient == "entry":
@@ -740,8 +741,9 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         one compiled loop (an external density without it calls back into
         Python once per chain and step); ``"batch"``,
         ``log_density_gradient_batch(thetas)`` once per leapfrog step for all
-        chains.  ``None``: the entry when there is one, else the batch
-        method when there is one.
+        chains.  ``None``: the batch method of a density that evaluates
+        batches on a device (``batches_on_device``: the CUDA backend), else
+        the entry when there is one, else the batch method.
     adapt_init_buffer, adapt_term_buffer, adapt_window : int
         Stan's metric windows (:func:`samplers.nuts`); each window pools the
         draws of all chains.

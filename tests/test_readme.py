@@ -4,6 +4,9 @@ import pathlib
 import re
 import textwrap
 
+import numpy as np
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -125,3 +128,47 @@ def test_each_external_sampler_example_runs_as_written(package, name):
     assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.children)
     assert idata.posterior["theta"].dims[-1] == "school"
     assert abs(float(idata.posterior["mu"].mean()) - 4.4) < 2.5
+
+
+def test_the_gpu_section_runs_as_written_in_the_simulator():
+    """The section's example in numba's CUDA simulator (a separate process),
+    with 40 rows and 4 points instead of 2000 and 1024 (the simulator runs
+    each thread in Python); results against the CPU backend."""
+    import json
+    import os
+    import subprocess
+    import sys
+    (block,) = _python_blocks("On a GPU")
+    small = block.replace("2000", "40").replace("1024", "4")
+    assert small.count("40") >= 2 and "(4," in small
+    check = small + textwrap.dedent("""
+        import json
+        cpu = m.compile()
+        want_lp, want_grad = cpu.log_density_gradient(theta)
+        want_lps, want_grads = cpu.log_density_gradient_batch(thetas)
+        print(json.dumps([abs(lp - want_lp) / abs(want_lp), float(np.max(abs(grads - want_grads))),
+                          float(np.max(abs(rows - cpu.per_sample_gradient(theta, "c")))), rows.shape[0]]))
+        """)
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    result = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lp_error, grad_error, rows_error, n_rows = json.loads(result.stdout.strip().splitlines()[-1])
+    assert lp_error < 1e-12 and grad_error < 1e-10 and rows_error < 1e-10 and n_rows == 40
+
+
+def _cuda_device():
+    from numba import config, cuda
+    return not config.ENABLE_CUDASIM and cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_device(), reason="no CUDA device")
+def test_the_gpu_section_runs_as_written_on_a_device():
+    (block,) = _python_blocks("On a GPU")
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    cpu = namespace["m"].compile()
+    lps, grads = cpu.log_density_gradient_batch(namespace["thetas"])
+    np.testing.assert_allclose(namespace["lps"], lps, rtol=1e-12)
+    np.testing.assert_allclose(namespace["grads"], grads, rtol=1e-10, atol=1e-10 * np.max(np.abs(grads)))
+    np.testing.assert_allclose(namespace["rows"], cpu.per_sample_gradient(namespace["theta"], "c"), atol=1e-10)

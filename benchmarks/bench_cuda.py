@@ -1,0 +1,262 @@
+"""The CUDA backend on a GPU, side by side with JAX on the same GPU and with
+logdens on one CPU core, in one run.
+
+Run: python benchmarks/bench_cuda.py [--quick] [--json PATH]
+
+1. Checks: every engine benchmark model's value, gradient and a batch of
+   points from ``backend="cuda"`` against the CPU backend (relative error).
+2. Large N: a gradient evaluation of the Normal (a mean per row), the
+   hierarchical Poisson and the logistic regression at N = 1e6..1e8 with the
+   point on the device. Reported: the time of our three launches, the bytes
+   the evaluation must move (data, theta, gradient), that as GB/s and as a
+   fraction of a device-to-device copy's rate measured here, JAX's
+   ``jit(value_and_grad)`` (float64) and the ratio.
+3. Many points: K = 1..4096 points per launch of the hierarchical Poisson
+   and the logistic regression at N = 1000 (a sampler's many chains), per
+   point, against JAX's ``vmap(value_and_grad)`` on the GPU and logdens'
+   batch on one CPU core: where the GPU starts to pay.
+4. A host call: ``log_density_gradient(numpy theta)`` for one point (copies
+   and launches from Python), the cost a sampler calling from the host pays.
+5. Per-sample gradient rows of the logistic regression (n = 1e5) on the
+   device, against JAX's ``vmap(grad)`` on the GPU and one CPU core.
+6. ChEES with 1024 chains on the hierarchical Poisson model: the CUDA
+   backend's batches (a host call per leapfrog step) against the CPU
+   backend's compiled loop, wall time and ESS.
+
+Every peer's gradient is checked against ours before it is timed.
+"""
+
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the device with us
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+from numba import cuda  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+import logdens as ld  # noqa: E402
+from engine_models import bernoulli_logit, hierarchical, logistic, normal, poisson, potential  # noqa: E402
+from machine import cpu_model, versions  # noqa: E402
+
+RESULTS = {}
+JSON = None  # where ``report`` keeps the results so far (a run cut short keeps them)
+
+
+def report(key, value):
+    RESULTS[key] = value
+    print(key, value, flush=True)
+    if JSON:
+        with open(JSON, "w") as f:
+            json.dump(RESULTS, f, indent=1)
+
+
+def gpu_time(fn, budget=0.5):
+    """Median seconds per call of ``fn`` (device work waited for)."""
+    fn()
+    cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    cuda.synchronize()
+    once = max(time.perf_counter() - start, 1e-6)
+    inner = max(1, int(0.02 / once))
+    samples = []
+    for _ in range(max(3, int(budget / (once * inner)))):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        cuda.synchronize()
+        samples.append((time.perf_counter() - start) / inner)
+    return float(np.median(samples))
+
+
+def copy_rate(n):
+    """Bytes per second of a device-to-device copy of ``n`` float64 (read + write counted)."""
+    a = cuda.to_device(np.zeros(n))
+    b = cuda.device_array(n)
+    seconds = gpu_time(lambda: b.copy_to_device(a))
+    return 2 * 8 * n / seconds
+
+
+def jax_value_and_grad(jax_fn, batch=False):
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    f = jax.value_and_grad(jax_fn(jnp))
+    return jax.jit(jax.vmap(f) if batch else f), jnp
+
+
+def check_models(n):
+    for build in (poisson, normal, potential, bernoulli_logit, logistic, hierarchical):
+        m, _, _, _, theta = build(n, np.random.default_rng(0))
+        cpu, start = m.compile(), time.perf_counter()
+        gpu = m.compile(backend="cuda")
+        lp_g, g_g = gpu.log_density_gradient(theta)
+        compile_s = time.perf_counter() - start
+        lp_c, g_c = cpu.log_density_gradient(theta)
+        thetas = theta + 0.01 * np.random.default_rng(1).normal(size=(8, len(theta)))
+        L_g, G_g = gpu.log_density_gradient_batch(thetas)
+        L_c, G_c = cpu.log_density_gradient_batch(thetas)
+        value = gpu.log_density(theta)
+        scale = np.max(np.abs(g_c)) + 1e-300
+        report(f"check {build.__name__} n={n}", {
+            "lp_rel": abs(lp_g - lp_c) / abs(lp_c), "value_rel": abs(value - lp_c) / abs(lp_c),
+            "grad_rel": float(np.max(np.abs(g_g - g_c)) / scale),
+            "batch_lp_rel": float(np.max(np.abs(L_g - L_c) / np.abs(L_c))),
+            "batch_grad_rel": float(np.max(np.abs(G_g - G_c)) / np.max(np.abs(G_c))),
+            "first_call_s": round(compile_s, 2)})
+
+
+def large(sizes, copy_n=100_000_000):
+    rate = copy_rate(copy_n)
+    report("device copy GB/s", round(rate / 1e9, 1))
+    cases = {"normal": (normal, lambda n, d: 8 * n * 3),  # y, mu; grad written
+             "hierarchical": (hierarchical, lambda n, d: 8 * n * 3),  # c, x, group (int64)
+             "logistic": (logistic, lambda n, d: 8 * n * 22)}  # y, 20 columns of X, ...
+    for name, (build, moved) in cases.items():
+        density = None
+        for n in sizes:
+            if name == "logistic" and n > 10**7:
+                continue
+            m, _, jax_fn, _, theta = build(n, np.random.default_rng(0))
+            if density is None or name == "normal":  # normal's parameter has N entries: a new model
+                density = m.compile(backend="cuda")
+            else:  # the same model, new data: no compilation
+                density.set_data(**{k: v.value for k, v in m.data_nodes.items()})
+            point = cuda.to_device(theta.reshape(1, -1))
+            ours = gpu_time(lambda: density._run(point, True, True))
+            lp, grad = density.log_density_gradient_batch(point)
+            lp, grad = lp.copy_to_host()[0], grad.copy_to_host()[0]
+            row = {"ours_ms": round(ours * 1e3, 4), "GB/s": round(moved(n, theta.size) / ours / 1e9, 1),
+                   "of_copy_rate": round(moved(n, theta.size) / ours / rate, 3)}
+            try:
+                f, jnp = jax_value_and_grad(jax_fn)
+                t = jnp.asarray(theta)
+                value, jgrad = f(t)
+                assert np.isclose(float(value), lp, rtol=1e-8), (float(value), lp)
+                assert np.allclose(np.asarray(jgrad), grad, rtol=1e-6, atol=1e-8 * np.max(np.abs(grad)))
+                jax_s = gpu_time(lambda: f(t)[1].block_until_ready())
+                row.update({"jax_ms": round(jax_s * 1e3, 4), "jax/ours": round(jax_s / ours, 2)})
+            except Exception as e:  # noqa: BLE001  (a missing or failing peer is reported, not fatal)
+                row["jax"] = f"{type(e).__name__}: {e}"[:200]
+            report(f"large {name} N={n:.0e}", row)
+            del point
+
+
+def many_points(ks, n=1000):
+    for build in (hierarchical, logistic):
+        m, _, jax_fn, _, theta = build(n, np.random.default_rng(0))
+        gpu, cpu = m.compile(backend="cuda"), m.compile()
+        for k in ks:
+            thetas = theta + 0.01 * np.random.default_rng(2).normal(size=(k, theta.size))
+            points = cuda.to_device(thetas)
+            ours = gpu_time(lambda: gpu._run(points, True, True))
+            host = gpu_time(lambda: gpu.log_density_gradient_batch(thetas), budget=0.3)
+            one_core = gpu_time(lambda: cpu.log_density_gradient_batch(thetas), budget=0.3)
+            row = {"ours_us_per_point": round(ours / k * 1e6, 3), "host_call_us_per_point": round(host / k * 1e6, 3),
+                   "cpu_core_us_per_point": round(one_core / k * 1e6, 3), "cpu/ours": round(one_core / ours, 2)}
+            try:
+                f, jnp = jax_value_and_grad(jax_fn, batch=True)
+                t = jnp.asarray(thetas)
+                values, grads = f(t)
+                lps, our_grads = gpu.log_density_gradient_batch(thetas)
+                assert np.allclose(np.asarray(values), lps, rtol=1e-8)
+                jax_s = gpu_time(lambda: f(t)[1].block_until_ready())
+                row.update({"jax_us_per_point": round(jax_s / k * 1e6, 3), "jax/ours": round(jax_s / ours, 2)})
+            except Exception as e:  # noqa: BLE001
+                row["jax"] = f"{type(e).__name__}: {e}"[:200]
+            report(f"points {build.__name__} n={n} K={k}", row)
+
+
+def per_sample_rows(n=100_000, d=20):
+    """Per-sample gradient rows of the logistic regression (n, d + 1) into a
+    device array, against JAX's ``vmap(grad)`` of one row's log-likelihood on
+    the GPU and logdens' rows on one CPU core."""
+    m, _, _, _, theta = logistic(n, np.random.default_rng(0), d=d)
+    gpu, cpu = m.compile(backend="cuda"), m.compile()
+    rows = cuda.device_array((n, theta.size))
+    ours = gpu_time(lambda: gpu.per_sample_gradient(theta, "y", out=rows))
+    want = cpu.per_sample_gradient(theta, "y")
+    host_rows = np.empty_like(want)
+    one_core = gpu_time(lambda: cpu.per_sample_gradient(theta, "y", out=host_rows), budget=0.3)
+    row = {"ours_ms": round(ours * 1e3, 3), "cpu_core_ms": round(one_core * 1e3, 3),
+           "max_rel_err": float(np.max(np.abs(rows.copy_to_host() - want)) / np.max(np.abs(want)))}
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        X, y = (jnp.asarray(gpu.data()[k]) for k in ("X", "y"))
+
+        def one(t, x, yi):  # BernoulliLogit(x @ beta + alpha) of one row
+            eta = x @ t[1:] + t[0]
+            return yi * eta - jnp.logaddexp(0.0, eta)
+        f = jax.jit(jax.vmap(jax.grad(one), in_axes=(None, 0, 0)))
+        t = jnp.asarray(theta)
+        assert np.allclose(np.asarray(f(t, X, y)), want, rtol=1e-8, atol=1e-12)
+        jax_s = gpu_time(lambda: f(t, X, y).block_until_ready())
+        row.update({"jax_ms": round(jax_s * 1e3, 3), "jax/ours": round(jax_s / ours, 2)})
+    except Exception as e:  # noqa: BLE001
+        row["jax"] = f"{type(e).__name__}: {e}"[:200]
+    report(f"per-sample rows logistic n={n} d={d}", row)
+
+
+def chees_run(chains=1024, draws=500, tune=500):
+    """ChEES on the hierarchical Poisson model (n = 1000): the CUDA backend's
+    batches against the CPU backend's compiled loop over the chains."""
+    m, *_ = hierarchical(1000, np.random.default_rng(0))
+    for backend in ("cuda", "cpu"):
+        density = m.compile(backend=backend)
+        start = time.perf_counter()
+        idata = ld.chees(density, chains=chains, draws=draws, tune=tune, progress=False, log_likelihood=False)
+        seconds = time.perf_counter() - start
+        import arviz_stats
+        ess = arviz_stats.ess(idata, var_names=["mu", "log_sigma", "b"])
+        report(f"chees hierarchical n=1000 chains={chains} {backend}", {
+            "seconds": round(seconds, 1), "min_ess": round(float(min(ess[v].min() for v in ess.data_vars)), 0),
+            "mu_mean": round(float(idata.posterior["mu"].mean()), 4),
+            "b_mean": round(float(idata.posterior["b"].mean()), 4)})
+
+
+def host_call(sizes=(100, 10_000)):
+    for n in sizes:
+        m, _, _, _, theta = hierarchical(n, np.random.default_rng(0))
+        gpu, cpu = m.compile(backend="cuda"), m.compile()
+        out = np.empty(theta.size)
+        ours = gpu_time(lambda: gpu.log_density_gradient(theta, out=out), budget=0.3)
+        one_core = gpu_time(lambda: cpu.log_density_gradient(theta, out=out), budget=0.3)
+        report(f"host call hierarchical n={n}", {"cuda_us": round(ours * 1e6, 1), "cpu_us": round(one_core * 1e6, 1)})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json")
+    parser.add_argument("--only", default="check,points,host,rows,large,chees")
+    args = parser.parse_args()
+    global JSON
+    JSON = args.json
+    device = cuda.get_current_device()
+    report("device", f"{device.name.decode() if isinstance(device.name, bytes) else device.name}, "
+                     f"cc {device.compute_capability}, {device.MULTIPROCESSOR_COUNT} SMs")
+    report("host", f"{cpu_model()}; {versions(('numpy', 'numba', 'numba-cuda', 'llvmlite', 'cupy-cuda13x', 'jax'))}")
+    sizes = [10**6, 10**7] if args.quick else [10**6, 10**7, 10**8]
+    sections = {"check": lambda: check_models(2000), "large": lambda: large(sizes),
+                "points": lambda: many_points([1, 256] if args.quick else [1, 16, 256, 4096]), "host": host_call,
+                "rows": per_sample_rows, "chees": chees_run}
+    for name in args.only.split(","):
+        start = time.perf_counter()
+        try:
+            sections[name]()
+        except Exception as e:  # noqa: BLE001  (report and go on to the next section)
+            import traceback
+            traceback.print_exc()
+            report(f"{name} failed", f"{type(e).__name__}: {e}"[:500])
+        report(f"{name} seconds", round(time.perf_counter() - start, 1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""``CudaLogDensity``: a model whose log density and gradient run on a GPU.
+
+``Model.compile(backend="cuda")`` makes one. Its data live on the device
+(``set_data`` copies them once); ``log_density_gradient`` and the batch
+calls launch the kernels of ``logdens.cuda_source``, the batch calls K
+points in one launch per stage (a grid of rows x points). Inputs may be
+numpy arrays (results come back as numpy arrays) or device arrays (cupy's,
+or numba's: anything with ``__cuda_array_interface__``; results stay on the
+device, as numba device arrays that cupy takes without a copy).
+
+Everything else (the numba entry that samplers compiled on the CPU call,
+per-sample gradients, the constants ``propto=False`` adds, constrained
+values) comes from the CPU module, compiled as for ``backend="cpu"``. Rows
+stay in the user's order (``sort_rows=False``): sorting them by group serves
+the CPU's blocked scatter only, and the device reads the same arrays for
+sums and for per-observation values.
+"""
+
+import math
+
+import numpy as np
+from numba import config, cuda
+
+from logdens.cuda_device import THREADS, zero_rows
+from logdens.cuda_source import workspace_sizes
+from logdens.density import LogDensity, _checked_out, _real, _vector
+
+#: Blocks along the rows at most per point: enough to fill the device for one
+#: point of a large model; a batch of many points fills it with fewer each.
+MAX_BLOCKS = 4096
+#: Threads per multiprocessor that a launch aims at (2048 resident, four waves):
+#: beyond that, threads take more rows each rather than more blocks, so each
+#: block's sums and flushes serve more rows.
+THREADS_PER_SM = 4 * 2048
+
+
+def _on_device(array):
+    """Whether ``array`` lives on the device: cupy's, numba's (the simulator's too)."""
+    return hasattr(array, "__cuda_array_interface__") or getattr(array, "__cuda_ndarray__", False)
+
+
+def _device(array):
+    """``array`` (on the device) as a numba device array, without a copy."""
+    return array if getattr(array, "__cuda_ndarray__", False) else cuda.as_cuda_array(array)
+
+
+def _threads(rows):
+    """Threads per block for ``rows`` rows: a power of two up to ``THREADS`` (the
+    simulator runs each thread in Python: as few as the rows need)."""
+    threads = 32 if config.ENABLE_CUDASIM else THREADS
+    while threads > 1 and threads // 2 >= rows:
+        threads //= 2
+    return threads
+
+
+def _multiprocessors():
+    """The device's multiprocessor count (one in the simulator, which has no device)."""
+    if config.ENABLE_CUDASIM:
+        return 1
+    return cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+
+class _Buffers:
+    """Device arrays for evaluations of ``k`` points: inputs, outputs, sums and
+    workspaces. ``sums`` is zero between calls (``finish`` zeroes it)."""
+
+    def __init__(self, k, dim, sizes):
+        self.thetas = cuda.device_array((k, dim))
+        self.grads = cuda.device_array((k, dim))
+        self.lps = cuda.device_array(k)
+        self.sums = cuda.to_device(np.zeros(k))
+        self.workspaces = [cuda.device_array((k, max(size, 1))) for size in sizes.values()]
+
+
+class CudaLogDensity(LogDensity):
+    """A ``LogDensity`` whose value, gradient, batches, pointwise log-likelihood
+    and per-sample rows run on the GPU (see the module docstring)."""
+
+    #: Samplers of many chains (``chees``) use ``log_density_gradient_batch`` by default.
+    batches_on_device = True
+
+    def __init__(self, model, layout, module, source, kernels, kernel_source):
+        self._kernels, self._kernel_source = kernels, kernel_source
+        self._sizes = {True: workspace_sizes(layout, True), False: workspace_sizes(layout, False)}
+        self._buffers = {}
+        self._threads_wanted = THREADS_PER_SM * _multiprocessors()
+        super().__init__(model, layout, module, source, sort_rows=False)
+
+    def set_data(self, *, coords=None, **arrays):
+        super().set_data(coords=coords, **arrays)
+        self._fdata = cuda.to_device(self.fdata if self.fdata.size else np.zeros(1))
+        self._idata = cuda.to_device(self.idata if self.idata.size else np.zeros(1, dtype=np.int64))
+        header = self.idata[:5 * len(self.layout.data)]
+        sizes = [p.constrained_size for p in self.layout.params.values()]
+        self._rows = max([1, self.dim] + sizes + list(header[2::5]))
+
+    def _grid(self, k):
+        """``((blocks along the rows, k points), threads per block)``."""
+        threads = _threads(self._rows)
+        enough = math.ceil(self._threads_wanted / (k * threads))  # blocks per point that fill the device
+        return (max(1, min(math.ceil(self._rows / threads), MAX_BLOCKS, enough)), k), threads
+
+    def _buffer(self, k, gradient):
+        key = (k, gradient)
+        if key not in self._buffers:
+            self._buffers[key] = _Buffers(k, self.dim, self._sizes[gradient])
+        return self._buffers[key]
+
+    def _run(self, thetas, gradient, jacobian):
+        """Evaluate the rows of the device array ``thetas``; return the buffers."""
+        k = thetas.shape[0]
+        b = self._buffer(k, gradient)
+        grid, threads = self._grid(k)
+        points = (math.ceil(k / 32), 32)
+        kern = self._kernels
+        if gradient:
+            if kern.PREPARE[True]:
+                kern.prepare[grid, threads](thetas, b.grads, b.sums, jacobian, *b.workspaces)
+            kern.terms[grid, threads](thetas, b.grads, b.sums, self._fdata, self._idata, *b.workspaces)
+            kern.finish[points](thetas, b.grads, b.sums, b.lps, jacobian, *b.workspaces)
+        else:
+            if kern.PREPARE[False]:
+                kern.prepare_value[grid, threads](thetas, b.sums, jacobian, *b.workspaces)
+            kern.terms_value[grid, threads](thetas, b.sums, self._fdata, self._idata, *b.workspaces)
+            kern.finish_value[points](thetas, b.sums, b.lps, jacobian, *b.workspaces)
+        return b
+
+    def _workspaces(self, thetas):
+        """The value buffers of one point with its constrained values filled in
+        (``prepare_value`` without the Jacobian: ``sums`` stays zero)."""
+        b = self._buffer(1, False)
+        if self._kernels.PREPARE[False]:
+            grid, threads = self._grid(1)
+            self._kernels.prepare_value[grid, threads](thetas, b.sums, False, *b.workspaces)
+        return b
+
+    def _points(self, thetas, what):
+        """``(device array (K, dim), whether it came from the host)``."""
+        if _on_device(thetas):
+            thetas = _device(thetas)
+            if thetas.ndim != 2 or thetas.shape[1] != self.dim or thetas.dtype != np.float64:
+                raise ValueError(f"{what} must be a float64 array of shape (K, {self.dim}), got "
+                                 f"{thetas.dtype} of shape {thetas.shape}")
+            return thetas, False
+        thetas = _real(thetas, what)
+        if thetas.ndim != 2 or thetas.shape[1] != self.dim:
+            raise ValueError(f"{what} must have shape (K, {self.dim}), got {thetas.shape}")
+        b = self._buffer(len(thetas), True)
+        b.thetas.copy_to_device(thetas)
+        return b.thetas, True
+
+    def _single(self, theta):
+        if _on_device(theta):
+            theta = _device(theta)
+            if theta.shape != (self.dim,):
+                raise ValueError(f"theta must have shape ({self.dim},), got {theta.shape}")
+            return theta.reshape((1, self.dim)), False
+        return self._points(_vector(theta, self.dim).reshape(1, self.dim), "theta")
+
+    # ----- log density and gradient -------------------------------------
+    def log_density(self, theta, propto=True, jacobian=True):
+        thetas, host = self._single(theta)
+        lp = float(self._run(thetas, False, jacobian).lps.copy_to_host()[0])
+        return lp if propto else self._with_constant(lp, self._host(theta))
+
+    def log_density_gradient(self, theta, propto=True, jacobian=True, out=None):
+        """``(log density, gradient)``: the gradient a numpy array (into ``out``
+        when given) for a host ``theta``, a device array for a device one."""
+        thetas, host = self._single(theta)
+        b = self._run(thetas, True, jacobian)
+        lp = float(b.lps.copy_to_host()[0])
+        lp = lp if propto else self._with_constant(lp, self._host(theta))
+        if not host:
+            return lp, _copy(b.grads)[0]
+        grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
+        grad[:] = b.grads.copy_to_host()[0]
+        return lp, grad
+
+    def gradient(self, theta, jacobian=True, out=None):
+        """The gradient alone (from the value and gradient kernels)."""
+        return self.log_density_gradient(theta, jacobian=jacobian, out=out)[1]
+
+    def log_density_gradient_batch(self, thetas, propto=True, jacobian=True):
+        """Log densities ``(K,)`` and gradients ``(K, dim)`` of the rows of
+        ``thetas``, K points in one launch per stage."""
+        points, host = self._points(thetas, "thetas")
+        b = self._run(points, True, jacobian)
+        if not host:
+            lps, grads = _copy(b.lps), _copy(b.grads)
+            if not propto:
+                lps = cuda.to_device(self._with_constants(lps.copy_to_host(), _device(thetas).copy_to_host()))
+            return lps, grads
+        lps, grads = b.lps.copy_to_host(), b.grads.copy_to_host()
+        return (lps if propto else self._with_constants(lps, thetas)), grads
+
+    def log_density_batch(self, thetas, propto=True, jacobian=True):
+        points, host = self._points(thetas, "thetas")
+        lps = self._run(points, False, jacobian).lps
+        if not host:
+            return _copy(lps) if propto else cuda.to_device(
+                self._with_constants(lps.copy_to_host(), _device(thetas).copy_to_host()))
+        lps = lps.copy_to_host()
+        return lps if propto else self._with_constants(lps, thetas)
+
+    def _host(self, theta):
+        return _device(theta).copy_to_host() if _on_device(theta) else np.asarray(theta, dtype=float)
+
+    def pointwise_log_likelihood(self, theta):
+        """Per-observation log-likelihood of every observed term, computed on the
+        device (numpy arrays by term name, as the CPU backend's)."""
+        thetas, _ = self._single(theta)
+        b, (grid, threads) = self._workspaces(thetas), self._grid(1)
+        out = {}
+        for term in self.model.terms:
+            if term.per_observation:
+                values = cuda.device_array(max(self._n_obs[term.name], 1))
+                kernel = getattr(self._kernels, f"pointwise_{self.layout.term_idents[term.name]}")
+                kernel[grid, threads](thetas, self._fdata, self._idata, values, False, *b.workspaces)
+                values = values.copy_to_host()[:self._n_obs[term.name]]
+                dropped = self._dropped_summands(term.name, self._host(theta).reshape(-1))
+                out[term.name] = values if dropped is None else values + dropped
+        return out
+
+    def per_sample_gradient(self, theta, name, sparse=False, out=None):
+        """Dense rows computed on the device (into ``out`` when it is a device
+        array of shape (n_obs, dim), which is returned; else copied to a numpy
+        array); sparse rows, and terms without a row kernel
+        (``cuda_source.per_sample_on_device``), from the CPU module."""
+        term = self._observed(name)
+        kernel = getattr(self._kernels, f"per_sample_{self.layout.term_idents[term.name]}", None)
+        if sparse or kernel is None or (out is not None and not _on_device(out)):
+            host_out = None if out is not None and _on_device(out) else out
+            rows = super().per_sample_gradient(self._host(theta).reshape(-1), name, sparse, host_out)
+            if host_out is out:
+                return rows
+            _device(out).copy_to_device(rows)
+            return out
+        n = self._n_obs[term.name]
+        rows = cuda.device_array((n, self.dim)) if out is None else _device(out)
+        if rows.shape != (n, self.dim) or rows.dtype != np.float64:
+            raise ValueError(f"per_sample_gradient: out must have shape {(n, self.dim)} and dtype float64, got "
+                             f"{rows.dtype} of shape {rows.shape}")
+        thetas, _ = self._single(theta)
+        b, (grid, threads) = self._workspaces(thetas), self._grid(1)
+        if rows.size:
+            zero_rows[min(math.ceil(rows.size / THREADS), MAX_BLOCKS), THREADS](rows)
+        kernel[grid, threads](thetas, self._fdata, self._idata, rows, *b.workspaces)
+        return rows if out is not None else rows.copy_to_host()
+
+    def kernel_source(self):
+        """The generated CUDA kernels' source."""
+        return self._kernel_source
+
+
+def _copy(device_array):
+    """A new device array holding ``device_array`` (the buffers are reused by the next call)."""
+    out = cuda.device_array(device_array.shape)
+    out.copy_to_device(device_array)
+    return out

@@ -1,0 +1,165 @@
+"""Models compared between the CUDA backend and the CPU backend.
+
+``tests/test_cuda.py`` runs this file in numba's CUDA simulator, in a
+separate process (the simulator is chosen when numba is imported), and
+in-process when a GPU is present. ``python tests/cuda_checks.py`` prints
+one JSON object: for each case, the largest relative differences found.
+
+Sizes are small: the simulator runs every thread in Python.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import logdens as ld  # noqa: E402
+from engine_models import bernoulli_logit, hierarchical, logistic, normal, poisson, potential  # noqa: E402
+
+N = 24
+RNG = np.random.default_rng(0)
+
+
+def _engine(build, **kwargs):
+    def case():
+        m, _, _, _, theta = build(N, np.random.default_rng(0), **kwargs)
+        return m, theta
+    return case
+
+
+def transforms():
+    """Every kind of transform: a positive scalar, an interval vector, a simplex and an ordered vector."""
+    idx = RNG.integers(0, 4, N)
+    X = RNG.normal(size=(N, 3))
+    m = ld.Model()
+    s = m.param("s", ld.HalfNormal(1.0))
+    w = m.param("w", constraint=ld.interval(-1.0, 2.0), shape=4)
+    q = m.param("q", shape=3, constraint=ld.simplex)
+    o = m.param("o", ld.Normal(0, 3), shape=3, constraint=ld.ordered)
+    m.observe("y", ld.Normal(w[m.data("idx", idx)] + m.data("X", X) @ q + o[1], s), RNG.normal(size=N))
+    return m, RNG.normal(scale=0.5, size=1 + 4 + 2 + 3)
+
+
+def repeated_indices():
+    """A vector read at its own rows by its prior, and through repeated indices by two terms."""
+    idx = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 0] * 2)
+    m = ld.Model()
+    b = m.param("b", ld.Normal(0, 1), shape=3)
+    g = m.data("g", idx)
+    m.observe("y", ld.Normal(b[g], 1.0), RNG.normal(size=idx.size))
+    m.observe("c", ld.Poisson(ld.exp(b[g])), RNG.poisson(2.0, idx.size).astype(float))
+    return m, RNG.normal(size=3)
+
+
+def reductions():
+    """Sums, means and logsumexp inside terms: run by one thread per point."""
+    x = RNG.normal(size=N)
+    m = ld.Model()
+    a = m.param("a")
+    z = m.param("z", ld.Normal(0, 1), shape=N)
+    m.observe("y", ld.Normal(a + z - ld.mean(z), 1.0), x)
+    m.potential("p", -0.5 * ld.square(ld.sum(z)) + ld.logsumexp(0.1 * z * m.data("x", x)))
+    return m, RNG.normal(size=1 + N)
+
+
+def scalars():
+    """No rows at all, and a kernel called inside an expression."""
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 2))
+    s = m.param("s", ld.Gamma(2.0, 1.0))
+    m.potential("p", ld.StudentT(3.0, a, s).logpdf(0.3))
+    return m, np.array([0.4, -0.2])
+
+
+def outside_support():
+    """An unconstrained scale: a negative one gives -inf on both backends."""
+    m = ld.Model()
+    s = m.param("s")
+    m.observe("y", ld.Normal(0.0, s), RNG.normal(size=N))
+    return m, np.array(-0.5)
+
+
+def random_model(seed):
+    """A random expression of parameters and data (the operators of test_codegen)."""
+    def case():
+        rng = np.random.default_rng(seed)
+        idx, X = rng.integers(0, 4, N), rng.normal(size=(N, 2))
+        m = ld.Model()
+        p = [m.param("a"), m.param("s", ld.Exponential(1.0)), m.param("b", ld.Normal(0, 1), shape=4)[m.data("idx", idx)],
+             m.param("w", constraint=ld.interval(-1.0, 2.0), shape=N), m.data("X", X) @ m.param("beta", shape=2),
+             m.data("x", rng.normal(size=N)), 0.7]
+        unary = [ld.tanh, ld.softplus, ld.square, ld.erf, lambda e: -e, ld.sin, lambda e: ld.log1p(ld.square(e))]
+        binary = [lambda u, v: u + v, lambda u, v: u * v, lambda u, v: u / (1.0 + ld.square(v)), ld.logaddexp]
+
+        def draw(depth):
+            if depth == 0 or rng.uniform() < 0.3:
+                return p[rng.integers(len(p))]
+            if rng.uniform() < 0.5:
+                return unary[rng.integers(len(unary))](draw(depth - 1))
+            return binary[rng.integers(len(binary))](draw(depth - 1), draw(depth - 1))
+        m.observe("y", ld.Normal(draw(3) + 0.0 * p[5], 0.5 + ld.softplus(draw(2))), rng.normal(size=N))
+        return m, rng.normal(scale=0.7, size=1 + 1 + 4 + N + 2)
+    return case
+
+
+CASES = {
+    "poisson": _engine(poisson), "normal": _engine(normal), "potential": _engine(potential),
+    "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
+    "hierarchical": _engine(hierarchical, groups=5), "transforms": transforms,
+    "repeated_indices": repeated_indices, "reductions": reductions, "scalars": scalars,
+    "outside_support": outside_support, **{f"random_{k}": random_model(k) for k in range(4)},
+}
+
+
+def _rel(got, want):
+    """Largest difference relative to the largest entry of ``want`` (0 where both are equal infinities)."""
+    got, want = np.atleast_1d(np.asarray(got, dtype=float)), np.atleast_1d(np.asarray(want, dtype=float))
+    same = (got == want)
+    if np.all(same):
+        return 0.0
+    if not np.all(np.isfinite(want[~same])) or not np.all(np.isfinite(got[~same])):
+        return float("inf")
+    return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300))
+
+
+def compare(name):
+    """The largest relative differences, CUDA against CPU, of case ``name``."""
+    from numba import cuda
+    m, theta = CASES[name]()
+    theta = np.atleast_1d(theta)
+    cpu, gpu = m.compile(), m.compile(backend="cuda")
+    out = {}
+    for jacobian in (True, False):
+        (lp_g, g_g), (lp_c, g_c) = (d.log_density_gradient(theta, jacobian=jacobian) for d in (gpu, cpu))
+        out[f"lp jacobian={jacobian}"] = _rel(lp_g, lp_c)
+        if np.isfinite(lp_c):
+            out[f"grad jacobian={jacobian}"] = _rel(g_g, g_c)
+        out[f"value jacobian={jacobian}"] = _rel(gpu.log_density(theta, jacobian=jacobian),
+                                                 cpu.log_density(theta, jacobian=jacobian))
+    out["value propto=False"] = _rel(gpu.log_density(theta, propto=False), cpu.log_density(theta, propto=False))
+    thetas = theta + 0.05 * np.random.default_rng(1).normal(size=(3, theta.size))
+    (L_g, G_g), (L_c, G_c) = (d.log_density_gradient_batch(thetas) for d in (gpu, cpu))
+    out["batch lp"], out["batch value"] = _rel(L_g, L_c), _rel(gpu.log_density_batch(thetas), L_c)
+    finite = np.isfinite(L_c)
+    out["batch grad"] = _rel(G_g[finite], G_c[finite])
+    on_device = gpu.log_density_gradient_batch(cuda.to_device(thetas))  # device in, device out
+    out["device batch"] = max(_rel(on_device[0].copy_to_host(), L_c),
+                              _rel(on_device[1].copy_to_host()[finite], G_c[finite]))
+    if np.isfinite(lp_c):
+        for term, values in cpu.pointwise_log_likelihood(theta).items():
+            out[f"pointwise {term}"] = _rel(gpu.pointwise_log_likelihood(theta)[term], values)
+            rows = cpu.per_sample_gradient(theta, term)
+            out[f"per-sample {term}"] = _rel(gpu.per_sample_gradient(theta, term), rows)
+            on_device = gpu.per_sample_gradient(theta, term, out=cuda.device_array(rows.shape))
+            out[f"per-sample {term} on device"] = _rel(on_device.copy_to_host(), rows)
+    return out
+
+
+def main(names):
+    print(json.dumps({name: compare(name) for name in names or CASES}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,98 @@
+"""The CUDA backend against the CPU backend: every case of ``cuda_checks`` in
+numba's CUDA simulator (a separate process: the simulator is chosen when
+numba is imported), and on a real device when one is present (marker
+``gpu``, skipped without one).
+
+Tolerance: 1e-10 relative to the largest entry. The device sums rows in
+another order (per thread, then per block, then atomically), so results
+differ from the CPU's in the last bits; 1e-10 leaves room for the
+cancellation in these models' sums and still catches any wrong term.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import logdens as ld
+from logdens.cuda_source import CudaUnsupported
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, HERE)
+import cuda_checks  # noqa: E402
+
+TOLERANCE = 1e-10
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    """Every case's differences, computed once in a simulator process."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    result = subprocess.run([sys.executable, os.path.join(HERE, "cuda_checks.py")], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", sorted(cuda_checks.CASES))
+def test_simulated_kernels_agree_with_the_cpu(simulated, case):
+    differences = simulated[case]
+    assert differences and all(v <= TOLERANCE for v in differences.values()), differences
+
+
+def _real_device():
+    from numba import config, cuda
+    return not config.ENABLE_CUDASIM and cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _real_device(), reason="no CUDA device")
+@pytest.mark.parametrize("case", sorted(cuda_checks.CASES))
+def test_device_kernels_agree_with_the_cpu(case):
+    differences = cuda_checks.compare(case)
+    assert all(v <= TOLERANCE for v in differences.values()), differences
+
+
+def test_values_with_shape_are_refused_by_name():
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 2))
+    m.observe("y", ld.Normal(m.data("X", np.ones((5, 3))) @ W, 1.0), np.zeros((5, 2)))
+    with pytest.raises(CudaUnsupported, match="term 'W': values with shape"):
+        m.compile(backend="cuda")
+
+
+def test_running_sums_are_refused():
+    m = ld.Model()
+    z = m.param("z", shape=4)
+    m.observe("y", ld.Normal(ld.cumsum(z), 1.0), np.zeros(4))
+    with pytest.raises(CudaUnsupported, match="cumsum"):
+        m.compile(backend="cuda")
+
+
+@pytest.mark.skipif(_real_device(), reason="a CUDA device is present")
+def test_no_device_is_a_clear_error():
+    m = ld.Model()
+    m.observe("y", ld.Normal(m.param("mu"), 1.0), np.zeros(3))
+    with pytest.raises(RuntimeError, match="no CUDA device found.*cuda12"):
+        m.compile(backend="cuda")
+
+
+def test_kernels_sum_shared_adjoints_per_block():
+    """The hierarchical Poisson model's kernels: the row loop grid-strided,
+    scalar parameters' adjoints in thread-local sums and the group effects'
+    scattered adjoints in the block's shared copy, each added to the
+    gradient once per block."""
+    from logdens.cuda_source import generate_cuda_source
+    from logdens.layout import Layout
+    m, _ = cuda_checks.CASES["hierarchical"]()
+    model = m.snapshot()
+    source = generate_cuda_source(model, Layout(model))
+    terms = source[source.index("def terms("):source.index("def finish(")]
+    assert "in range(row0, n_c_" in terms and "rows_step)" in terms
+    assert "cuda.atomic.add(sh_z_2, k" in terms  # z[group]: into shared memory, row by row
+    assert "cuda.atomic.add(grad, 2 + k, sh_z_2[k])" in terms  # then once per block
+    assert "block_add(buffer, acc0, grad, 0)" in terms and "acc0 += " in terms  # mu: one add per block
+    assert terms.count("cuda.atomic.add") == 2
