@@ -67,11 +67,12 @@ class Lowering:
     ``blocks``: the CPU schedule of loops in blocks of rows, reading products,
     gathers and hoisted expressions through per-block buffers (``_blocks``);
     without it every row does its own work, as a GPU thread would. ``grid``:
-    the body of a GPU kernel (``logdens.cuda``), whose threads each take the
-    rows ``row0, row0 + rows_step, ...`` of every term with a plate and no
-    reduction, add to ``lp_t`` and, through the target, to thread-local
-    scalar adjoints or atomically to shared arrays; other terms run in the
-    point's first thread.
+    the body of a GPU kernel (``logdens.cuda_source``), whose threads each
+    take the rows ``row0, row0 + rows_step, ...`` of every term with a plate
+    and no reduction (``splits_rows``) and add to ``lp_t`` and, through the
+    target (``targets.GridTarget``), to thread-local sums or atomically to
+    arrays other threads add to (``Atomic``); other terms run in the point's
+    first thread.
     """
 
     def __init__(self, layout, gradient, target=None, per_row=False, chunks=None, blocks=True, workspaces=None,
@@ -804,7 +805,8 @@ def _rows_added(term):
 
 
 def splits_rows(term):
-    """A term can be chunked when it has a plate and no reduction inside."""
+    """Whether a term's rows can be split among threads (parallel chunks, GPU
+    threads): it has a plate and no reduction inside."""
     return any(a.shape != () for a in term.args) and not any(rules.has_reduction(a) for a in term.args)
 
 

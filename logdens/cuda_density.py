@@ -45,10 +45,11 @@ def _device(array):
 
 
 def _threads(rows):
-    """Threads per block for ``rows`` rows: a power of two up to ``THREADS`` (the
-    simulator runs each thread in Python: as few as the rows need)."""
-    threads = 32 if config.ENABLE_CUDASIM else THREADS
-    while threads > 1 and threads // 2 >= rows:
+    """Threads per block for ``rows`` rows: a power of two, from a warp (the
+    sums shuffle within whole warps) up to ``THREADS``; in the simulator, which
+    runs each thread in Python, from 1 up to 32."""
+    threads, fewest = (32, 1) if config.ENABLE_CUDASIM else (THREADS, 32)
+    while threads > fewest and threads // 2 >= rows:
         threads //= 2
     return threads
 

@@ -1,18 +1,15 @@
 """Device functions the generated CUDA kernels call (``logdens.cuda_source``)."""
 
-from numba import cuda
+from numba import config, cuda
 
-#: Threads per block of the row kernels; a block's sums are reduced in a shared
-#: array of this length, so the block size is a power of two no larger.
+#: Threads per block of the row kernels: a power of two, at most 32 warps.
 THREADS = 256
 
 
 @cuda.jit(device=True)
-def block_add(buffer, value, target, index):
-    """Add the sum of ``value`` over the block's threads to ``target[index]``: a
-    tree sum in the shared ``buffer``, then one atomic add by the first thread
-    (one atomic per block, where one per thread would queue on one address).
-    Every thread of the block must call it."""
+def _tree_add(buffer, value, target, index):
+    """``block_add`` for the simulator, which has no warp shuffles: a tree sum
+    over the block in the shared ``buffer`` (a barrier per level)."""
     tid = cuda.threadIdx.x
     buffer[tid] = value
     cuda.syncthreads()
@@ -25,6 +22,33 @@ def block_add(buffer, value, target, index):
     if tid == 0:
         cuda.atomic.add(target, index, buffer[0])
     cuda.syncthreads()  # the buffer is free again for the next sum
+
+
+@cuda.jit(device=True)
+def _warp_add(buffer, value, target, index):
+    """``block_add`` on a device: each warp's sum by shuffles, the warps' sums
+    through ``buffer`` (two barriers, where the tree took one per level: a
+    logistic regression's 22 sums per block made 4096 points of 1000 rows
+    take 5.5 times JAX's time)."""
+    for offset in (16, 8, 4, 2, 1):
+        value += cuda.shfl_down_sync(0xFFFFFFFF, value, offset)
+    tid = cuda.threadIdx.x
+    if tid % 32 == 0:
+        buffer[tid // 32] = value
+    cuda.syncthreads()
+    if tid == 0:
+        total = 0.0
+        for w in range(cuda.blockDim.x // 32):
+            total += buffer[w]
+        cuda.atomic.add(target, index, total)
+    cuda.syncthreads()  # the buffer is free again for the next sum
+
+
+#: ``block_add(buffer, value, target, index)``: add the sum of ``value`` over the
+#: block's threads to ``target[index]``, one atomic add per block (one per
+#: thread would queue on one address). Every thread of the block calls it;
+#: ``buffer`` is a shared array of ``THREADS`` floats.
+block_add = _tree_add if config.ENABLE_CUDASIM else _warp_add
 
 
 @cuda.jit

@@ -14,9 +14,12 @@ three launches, a stage each:
     every gradient entry assigned by the terms.
 ``terms`` (grid: rows x points)
     every term, each thread taking rows ``row0, row0 + rows_step, ...``; the
-    thread's ``lp_t`` and scalar adjoints ``acc<col>`` are summed per block
-    and added to ``sums[point]`` and ``grad[col]`` with one atomic add per
-    block; other gradient entries are added atomically (``targets.GridTarget``).
+    thread's ``lp_t``, scalar adjoints ``acc<col>`` and short product
+    vectors' adjoints ``accv_<p>`` are summed per block and added to
+    ``sums[point]`` and ``grad`` with one atomic add per block; adjoints
+    gathered by an index go to the block's shared copy ``sh_<p>`` (short
+    parameters) or atomically to ``grad`` (``targets.GridTarget``); entries a
+    term alone writes, one per row, are stored.
 ``finish`` (one thread per point)
     the event transforms' reverse sweeps, the rejection of a NaN or +inf
     log density and of an overflowed gradient (as ``core``'s ending), the
@@ -24,8 +27,9 @@ three launches, a stage each:
 
 Value-only variants (``prepare_value``, ``terms_value``, ``finish_value``)
 compute no gradient; ``pointwise_<term>`` and ``per_sample_<term>`` write
-one point's per-observation log-likelihood and gradient rows. The distributions' kernels are the CPU's:
-numba compiles the same Python functions for the device.
+one point's per-observation log-likelihood and gradient rows. The
+distributions' kernels are the CPU's: numba compiles the same Python
+functions for the device.
 
 Not on this backend yet (``CudaUnsupported``): terms with values with shape
 (``logdens.shaped``) and running sums (``ld.cumsum``), whose workspaces
@@ -57,23 +61,10 @@ def _check(model):
                                   "on the CUDA backend yet; use backend='cpu'")
 
 
-def _workspace_args(layout, gradient):
-    """Names of the per-point workspace arrays (K, size) a kernel takes, and the
-    lines binding each point's row: ``w_<p> = ws_<p>[point]``."""
-    names = []
-    for p in layout.params.values():
-        if p.shape == () or p.transform.identity:
-            continue
-        names.append(f"w_{p.ident}")
-        if p.transform.event:
-            names += [f"aw_{p.ident}"] if gradient else []
-        else:
-            names.append(f"dw_{p.ident}")
-    return [f"{n}s" for n in names], [f"{n} = {n}s[point]" for n in names]
-
-
 def workspace_sizes(layout, gradient):
-    """``{argument name: per-point length}`` of the workspaces (see ``_workspace_args``)."""
+    """``{argument name: per-point length}`` of the workspace arrays (K, length) a
+    kernel takes: ``w_<p>s`` holds each point's ``w_<p>`` (constrained values),
+    likewise ``dw_<p>s`` and, with ``gradient``, ``aw_<p>s`` (event adjoints)."""
     sizes = {}
     for p in layout.params.values():
         if p.shape == () or p.transform.identity:
@@ -85,6 +76,13 @@ def workspace_sizes(layout, gradient):
         else:
             sizes[f"dw_{p.ident}s"] = p.size
     return sizes
+
+
+def _workspace_args(layout, gradient):
+    """The workspace arguments (``workspace_sizes``) and the lines binding each
+    point's row: ``w_<p> = w_<p>s[point]``."""
+    names = list(workspace_sizes(layout, gradient))
+    return names, [f"{n[:-1]} = {n}[point]" for n in names]
 
 
 def _header(model, layout):

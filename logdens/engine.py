@@ -346,7 +346,9 @@ def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=T
     """Generate ``model``'s module, load it through the disk cache, return a ``LogDensity``.
 
     ``backend="python"`` runs the same generated code uncompiled (slow; for
-    tests and debugging); ``blocks``: see ``generate_source``.
+    tests and debugging); ``backend="cuda"`` adds the module of CUDA kernels
+    (``logdens.cuda_source``) and returns a ``CudaLogDensity``; ``blocks``:
+    see ``generate_source``.
     """
     from logdens.density import LogDensity
     layout = Layout(model)

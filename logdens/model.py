@@ -275,6 +275,10 @@ class Model:
         through per-chunk rows of length ``dim``, summed in order (results do
         not depend on the thread count). The numba entry point used by
         samplers stays serial, since chains already run in parallel.
+
+        ``backend="cuda"`` returns a ``CudaLogDensity`` (``logdens.cuda_density``)
+        whose value, gradient, batches and per-observation outputs run on a
+        GPU (the ``cuda12``/``cuda13`` extras).
         """
         from logdens.engine import compile_model
         return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel)
