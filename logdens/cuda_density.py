@@ -32,6 +32,8 @@ MAX_BLOCKS = 4096
 #: beyond that, threads take more rows each rather than more blocks, so each
 #: block's sums and flushes serve more rows.
 THREADS_PER_SM = 4 * 2048
+#: Batch sizes (gradient or value) whose device buffers a density keeps.
+KEPT_BUFFERS = 4
 
 
 def _on_device(array):
@@ -102,10 +104,14 @@ class CudaLogDensity(LogDensity):
         return (max(1, min(math.ceil(self._rows / threads), MAX_BLOCKS, enough)), k), threads
 
     def _buffer(self, k, gradient):
+        """The device buffers for ``k`` points, kept for the ``KEPT_BUFFERS`` batch
+        sizes used last (a sampler reuses one; a sweep over sizes frees the rest)."""
         key = (k, gradient)
-        if key not in self._buffers:
-            self._buffers[key] = _Buffers(k, self.dim, self._sizes[gradient])
-        return self._buffers[key]
+        buffers = self._buffers.pop(key, None) or _Buffers(k, self.dim, self._sizes[gradient])
+        self._buffers[key] = buffers  # the most recent last
+        while len(self._buffers) > KEPT_BUFFERS:
+            del self._buffers[next(iter(self._buffers))]
+        return buffers
 
     def _run(self, thetas, gradient, jacobian):
         """Evaluate the rows of the device array ``thetas``; return the buffers."""
@@ -153,8 +159,9 @@ class CudaLogDensity(LogDensity):
     def _single(self, theta):
         if _on_device(theta):
             theta = _device(theta)
-            if theta.shape != (self.dim,):
-                raise ValueError(f"theta must have shape ({self.dim},), got {theta.shape}")
+            if theta.shape != (self.dim,) or theta.dtype != np.float64:
+                raise ValueError(f"theta must be a float64 array of shape ({self.dim},), got {theta.dtype} "
+                                 f"of shape {theta.shape}")
             return theta.reshape((1, self.dim)), False
         return self._points(_vector(theta, self.dim).reshape(1, self.dim), "theta")
 

@@ -96,3 +96,23 @@ def test_kernels_sum_shared_adjoints_per_block():
     assert "cuda.atomic.add(grad, 2 + k, sh_z_2[k])" in terms  # then once per block
     assert "block_add(buffer, acc0, grad, 0)" in terms and "acc0 += " in terms  # mu: one add per block
     assert terms.count("cuda.atomic.add") == 2
+
+
+SIMULATED_BUFFERS = """
+import numpy as np
+import logdens as ld
+m = ld.Model()
+m.observe("y", ld.Normal(m.param("mu"), 1.0), np.zeros(3))
+d = m.compile(backend="cuda")
+for k in range(1, 9):
+    d.log_density_gradient_batch(np.zeros((k, 1)))
+print(sorted(d._buffers))
+"""
+
+
+def test_a_sweep_over_batch_sizes_keeps_the_last_buffers_only():
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    result = subprocess.run([sys.executable, "-c", SIMULATED_BUFFERS], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[(5, True), (6, True), (7, True), (8, True)]"
