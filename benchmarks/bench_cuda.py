@@ -144,7 +144,6 @@ def large(sizes, copy_n=100_000_000):
             except Exception as e:  # noqa: BLE001  (a missing or failing peer is reported, not fatal)
                 row["jax"] = f"{type(e).__name__}: {e}"[:200]
             report(f"large {name} N={n:.0e}", row)
-            del point
 
 
 def many_points(ks, n=1000):

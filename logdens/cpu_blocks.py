@@ -67,7 +67,7 @@ def scatter(view, ordered, entry, adjoints):
     rows, 100 groups) took 60 us by masked sums, 72 us by one add per run of
     equal indices and 103 us by one add per row.
     """
-    masked = [f"for g in range(first, last + 1):", "    t = 0.0", "    for r in range(b1 - b0):",
+    masked = ["for g in range(first, last + 1):", "    t = 0.0", "    for r in range(b1 - b0):",
               f"        t += {adjoints}[r] if {view}[r] == g else 0.0", "    " + entry("g")("t")]
     rows = ["for r in range(b1 - b0):", "    " + entry(f"{view}[r]")(f"{adjoints}[r]")]
     return ([f"first, last = {view}[0], {view}[b1 - b0 - 1]",
