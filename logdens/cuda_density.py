@@ -24,6 +24,7 @@ from numba import config, cuda
 from logdens.cuda_device import THREADS, zero_rows
 from logdens.cuda_source import workspace_sizes
 from logdens.density import LogDensity, _checked_out, _real, _vector
+from logdens.layout import HEADER_WIDTH
 
 #: Blocks along the rows at most per point: enough to fill the device for one
 #: point of a large model; a batch of many points fills it with fewer each.
@@ -93,9 +94,9 @@ class CudaLogDensity(LogDensity):
         super().set_data(coords=coords, **arrays)
         self._fdata = cuda.to_device(self.fdata if self.fdata.size else np.zeros(1))
         self._idata = cuda.to_device(self.idata if self.idata.size else np.zeros(1, dtype=np.int64))
-        header = self.idata[:5 * len(self.layout.data)]
+        rows = self.idata[2:HEADER_WIDTH * len(self.layout.data):HEADER_WIDTH]  # each data array's (layout.pack)
         sizes = [p.constrained_size for p in self.layout.params.values()]
-        self._rows = max([1, self.dim] + sizes + list(header[2::5]))
+        self._rows = max([1, self.dim] + sizes + list(rows))
 
     def _grid(self, k):
         """``((blocks along the rows, k points), threads per block)``."""
@@ -181,7 +182,10 @@ class CudaLogDensity(LogDensity):
         if not host:
             return lp, _copy(b.grads)[0]
         grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
-        grad[:] = b.grads.copy_to_host()[0]
+        if grad.flags.c_contiguous:
+            b.grads[0].copy_to_host(grad)  # straight into the caller's array
+        else:
+            grad[:] = b.grads[0].copy_to_host()
         return lp, grad
 
     def gradient(self, theta, jacobian=True, out=None):
@@ -193,22 +197,20 @@ class CudaLogDensity(LogDensity):
         ``thetas``, K points in one launch per stage."""
         points, host = self._points(thetas, "thetas")
         b = self._run(points, True, jacobian)
-        if not host:
-            lps, grads = _copy(b.lps), _copy(b.grads)
-            if not propto:
-                lps = cuda.to_device(self._with_constants(lps.copy_to_host(), _device(thetas).copy_to_host()))
-            return lps, grads
-        lps, grads = b.lps.copy_to_host(), b.grads.copy_to_host()
-        return (lps if propto else self._with_constants(lps, thetas)), grads
+        return self._log_densities(b.lps, thetas, host, propto), (b.grads.copy_to_host() if host else _copy(b.grads))
 
     def log_density_batch(self, thetas, propto=True, jacobian=True):
         points, host = self._points(thetas, "thetas")
-        lps = self._run(points, False, jacobian).lps
-        if not host:
-            return _copy(lps) if propto else cuda.to_device(
-                self._with_constants(lps.copy_to_host(), _device(thetas).copy_to_host()))
-        lps = lps.copy_to_host()
-        return lps if propto else self._with_constants(lps, thetas)
+        return self._log_densities(self._run(points, False, jacobian).lps, thetas, host, propto)
+
+    def _log_densities(self, lps, thetas, host, propto):
+        """The buffer ``lps`` as the caller gets it: a numpy array for host
+        ``thetas``, else a new device array; with ``propto=False`` plus the
+        constants (computed on the host, once per data set)."""
+        if propto:
+            return lps.copy_to_host() if host else _copy(lps)
+        full = self._with_constants(lps.copy_to_host(), self._host(thetas))
+        return full if host else cuda.to_device(full)
 
     def _host(self, theta):
         return _device(theta).copy_to_host() if _on_device(theta) else np.asarray(theta, dtype=float)
@@ -218,14 +220,14 @@ class CudaLogDensity(LogDensity):
         device (numpy arrays by term name, as the CPU backend's)."""
         thetas, _ = self._single(theta)
         b, (grid, threads) = self._workspaces(thetas), self._grid(1)
-        out = {}
+        host_theta, out = self._host(theta).reshape(-1), {}
         for term in self.model.terms:
             if term.per_observation:
                 values = cuda.device_array(max(self._n_obs[term.name], 1))
                 kernel = getattr(self._kernels, f"pointwise_{self.layout.term_idents[term.name]}")
                 kernel[grid, threads](thetas, self._fdata, self._idata, values, False, *b.workspaces)
                 values = values.copy_to_host()[:self._n_obs[term.name]]
-                dropped = self._dropped_summands(term.name, self._host(theta).reshape(-1))
+                dropped = self._dropped_summands(term.name, host_theta)
                 out[term.name] = values if dropped is None else values + dropped
         return out
 

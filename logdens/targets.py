@@ -133,6 +133,30 @@ class GridTarget:
             self.shared[p.name] = p
         return True
 
+    def start_lines(self):
+        """The kernel's lines before its terms: the sums and shared copies zeroed."""
+        lines = [f"acc{c} = 0.0" for c in sorted(self.locals)]
+        for p in self.vectors.values():
+            lines += [f"accv_{p.ident} = cuda.local.array({p.constrained_size}, numba.float64)",
+                      f"for j in range({p.constrained_size}):", f"    accv_{p.ident}[j] = 0.0"]
+        for p in self.shared.values():
+            lines += [f"sh_{p.ident} = cuda.shared.array({p.size}, numba.float64)",
+                      f"for k in range(cuda.threadIdx.x, {p.size}, cuda.blockDim.x):", f"    sh_{p.ident}[k] = 0.0"]
+        return lines + (["cuda.syncthreads()"] if self.shared else [])
+
+    def end_lines(self):
+        """The kernel's last lines, after a ``block_add`` (whose barrier leaves every
+        row's adds in): each sum and shared copy added to ``grad`` once per block."""
+        lines = [f"block_add(buffer, acc{c}, grad, {c})" for c in sorted(self.locals)]
+        for p in self.shared.values():
+            lines += [f"for k in range(cuda.threadIdx.x, {p.size}, cuda.blockDim.x):",
+                      f"    if sh_{p.ident}[k] != 0.0:", f"        cuda.atomic.add(grad, {p.offset} + k, sh_{p.ident}[k])"]
+        for p in self.vectors.values():
+            scale = "" if p.transform.identity else f" * dw_{p.ident}[j]"
+            lines += [f"for j in range({p.constrained_size}):",
+                      f"    block_add(buffer, accv_{p.ident}[j]{scale}, grad, {p.offset} + j)"]
+        return lines
+
     def __call__(self, e, row, rows):
         if e.kind == SHARED:
             self.locals.add(e.col)
