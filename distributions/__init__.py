@@ -1,7 +1,9 @@
 """Closed-form log densities with analytic partials, one module per distribution.
 
-Each module exports scalar kernels (``logpdf``, ``logpdf_grad``), a ``SPEC``
-(parameters, support, summands) and a public class with a scipy-like API.
+Each module exports kernels (``logpdf``, ``logpdf_grad``), a ``SPEC``
+(parameters, support, summands; event axes for multivariate ones) and a
+public class with a scipy-like API. ``ALL`` lists the univariate
+distributions, ``MULTIVARIATE`` the others.
 """
 
 from .frozen import Distribution, InvalidArgumentError
@@ -11,8 +13,12 @@ from .beta import Beta
 from .beta_binomial import BetaBinomial
 from .binomial import Binomial
 from .binomial_logit import BinomialLogit
+from .categorical import Categorical
+from .categorical_logit import CategoricalLogit
 from .cauchy import Cauchy
 from .chi_squared import ChiSquared
+from .dirichlet import Dirichlet
+from .dirichlet_multinomial import DirichletMultinomial
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -22,11 +28,17 @@ from .half_normal import HalfNormal
 from .half_student_t import HalfStudentT
 from .inverse_gamma import InverseGamma
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
+from .mv_normal import MvNormal
+from .mv_student_t import MvStudentT
 from .log_normal import LogNormal
+from .multinomial import Multinomial
 from .logistic import Logistic
 from .negative_binomial import NegativeBinomial
 from .negative_binomial_log import NegativeBinomialLog
 from .normal import Normal
+from .ordered_logistic import OrderedLogistic
+from .ordered_probit import OrderedProbit
 from .pareto import Pareto
 from .poisson import Poisson
 from .poisson_log import PoissonLog
@@ -47,4 +59,10 @@ ALL = (
     StudentT, TruncatedNormal, Uniform, VonMises, Weibull, ZeroInflatedPoisson,
 )
 
-__all__ = ["ALL", "Distribution", "InvalidArgumentError"] + [d.__name__ for d in ALL]
+MULTIVARIATE = (
+    Categorical, CategoricalLogit, Dirichlet, DirichletMultinomial, LKJCholesky, Multinomial, MvNormal,
+    MvStudentT, OrderedLogistic, OrderedProbit,
+)
+
+__all__ = (["ALL", "MULTIVARIATE", "Distribution", "InvalidArgumentError"]
+           + [d.__name__ for d in ALL + MULTIVARIATE])

@@ -21,7 +21,8 @@ class Constraint(NamedTuple):
     name : str
         One of ``real``, ``positive``, ``nonnegative``, ``greater_than``,
         ``less_than``, ``interval``, ``unit_interval``, ``nonnegative_integer``,
-        ``integer_interval``, ``simplex``, ``ordered``, ``positive_ordered``.
+        ``integer_interval``, ``simplex``, ``ordered``, ``positive_ordered``,
+        ``cholesky_corr``, ``cholesky_cov``, ``sum_to_zero``, ``unit_vector``.
     lower, upper : float, str or None
         Bounds; a string names another argument whose value is the bound.
     lower_closed, upper_closed : bool
@@ -38,7 +39,8 @@ class Constraint(NamedTuple):
     integer: bool = False
 
     def __repr__(self):
-        return f"ld.{self.name}" if self.lower is None and self.upper is None else describe(self)
+        plain = (self.lower is None and self.upper is None) or self.name in EVENT_CONSTRAINTS
+        return f"ld.{self.name}" if plain else describe(self)
 
 
 def greater_than(lower, closed=False):
@@ -70,8 +72,19 @@ nonnegative_integer = Constraint("nonnegative_integer", lower=0.0, lower_closed=
 simplex = Constraint("simplex", 0.0, 1.0, True, True)
 ordered = Constraint("ordered")
 positive_ordered = Constraint("positive_ordered", lower=0.0)
+#: Lower-triangular with a positive diagonal and rows of unit length: the Cholesky
+#: factor of a correlation matrix (LKJCholesky's support).
+cholesky_corr = Constraint("cholesky_corr", -1.0, 1.0, True, True)
 
-EVENT_CONSTRAINTS = ("simplex", "ordered", "positive_ordered")
+#: Lower-triangular with a positive diagonal: the Cholesky factor of a covariance matrix.
+cholesky_cov = Constraint("cholesky_cov")
+#: A vector whose entries sum to 0 (Stan's isometric transform).
+sum_to_zero = Constraint("sum_to_zero")
+#: A vector of length 1.
+unit_vector = Constraint("unit_vector", -1.0, 1.0, True, True)
+
+EVENT_CONSTRAINTS = ("simplex", "ordered", "positive_ordered", "cholesky_corr", "cholesky_cov",
+                     "sum_to_zero", "unit_vector")
 
 
 def describe(constraint):

@@ -22,6 +22,34 @@ kernels of each distribution module:
     a compare per element). Parameters are still checked, and so is anything
     that guards against overflow.
 
+Multivariate distributions (``SPEC.events`` not empty) have arguments with
+event axes: MvNormal's ``x`` and ``loc`` are vectors of length d and its
+``scale_tril`` a d x d matrix. Their kernels take one event per argument
+(an array of the event's shape; a float for an argument without event axes)
+and write partials into the caller's buffers, as Stan Math's partials do:
+
+``logpdf(x, *params) -> float``
+    The full, normalized log density of one event.
+``logpdf_grad(x, *params, keep, work, d_x, d_param1, ...) -> lp``
+    ``d_<arg>`` is an array of the argument's event shape (length 1 for an
+    argument without event axes) to which the kernel *adds* the partials of
+    the kept summands, or None where the caller wants none (numba prunes
+    the branch). Adding lets the engine sum the partials of a parameter
+    shared by every row in one buffer, with no buffer per row. Where the
+    value is ``-inf`` nothing is added. ``work`` is a scratch array of at
+    least ``SPEC.work_size(axis lengths)`` floats.
+``rvs(state, *params, out)``
+    One draw of a whole event into ``out`` (flat, the event's size).
+``SPEC.rows.kernel(x, *params, keep, work, lp, d_x, d_param1, ...)``, optional
+    The same over a block of rows at once (``RowsKernel``): the arguments
+    named in ``SPEC.rows.aligned`` may come as rows of events (one more
+    leading axis, the block's rows: (nb,) for a scalar event, (nb, d) for a
+    vector; their partials too), the others as one event; ``lp`` takes each
+    row's log density. A row-by-row solve is a chain
+    of divisions whose latency bounds it; down the rows the loops
+    vectorize. A row whose value is not finite gets ``-inf`` and the block
+    adds no partials.
+
 Both kernels are plain Python over ``math``, ``distributions.special`` and
 ``distributions.vmath`` (whose ``exp``, ``log`` and ``log1p`` let loops
 vectorize), decorated with ``distributions.jit``'s ``jitable`` and ``kernel``:
@@ -70,6 +98,16 @@ class Param(NamedTuple):
     constraint: Constraint
 
 
+class RowsKernel(NamedTuple):
+    """A multivariate kernel over a block of rows (see the module docstring)."""
+
+    kernel: Callable
+    #: The arguments that may be rows of events (the others are one event).
+    aligned: Tuple[str, ...]
+    #: ``work(axis lengths, rows) -> int``: the scratch array's length.
+    work: Callable
+
+
 class Summand(NamedTuple):
     """One summand of the log density, tagged by the arguments it depends on.
 
@@ -97,6 +135,57 @@ class Spec(NamedTuple):
     #: ``rvs(state, *params) -> float``: one draw, from a ``distributions.random``
     #: state (see the module docstring).
     rvs: Optional[Callable] = None
+    #: Multivariate distributions: the named event axes of each argument, ``x``
+    #: first (MvNormal: ``(("d",), ("d",), ("d", "d"))``); axes of one name have
+    #: one length. Empty for univariate distributions.
+    events: Tuple[Tuple[str, ...], ...] = ()
+    #: Multivariate distributions: ``check(x, lengths) -> mask`` over x's batch,
+    #: false where an event of ``x`` lies outside the support (a simplex that
+    #: does not sum to 1, a category past the last); ``lengths`` are the event
+    #: axes' (``split_shapes``). Its docstring states the condition in errors.
+    #: None: the elementwise check of ``support`` says it all.
+    check: Optional[Callable] = None
+    #: Multivariate distributions: ``work(axis lengths) -> int``, the length of
+    #: the scratch array ``logpdf_grad`` takes (kernels allocate nothing: they
+    #: run once per row). None: none needed.
+    work: Optional[Callable] = None
+    #: Multivariate distributions: the kernel over a block of rows, or None.
+    rows: Optional[RowsKernel] = None
+
+    @property
+    def multivariate(self):
+        """Whether the arguments have event axes (see the module docstring)."""
+        return bool(self.events)
+
+    def split_shapes(self, shapes):
+        """``(batch shapes, axis lengths)`` of arguments of ``shapes`` (``x``
+        first): each shape without its event axes, and the length of each named
+        axis. A shape None (unknown) is skipped and gives None. A ValueError
+        names the argument whose shape does not fit."""
+        if not self.events:
+            return tuple(shapes), {}
+        lengths, batches = {}, []
+        for name, axes, shape in zip(self.arg_names, self.events, shapes):
+            if shape is None:
+                batches.append(None)
+                continue
+            shape = tuple(shape)
+            if len(shape) < len(axes):
+                raise ValueError(f"{self.name}: {name} has shape {shape} but needs {len(axes)} event "
+                                 f"axes ({', '.join(axes)})")
+            event = shape[len(shape) - len(axes):]
+            for axis, n in zip(axes, event):
+                if lengths.setdefault(axis, (n, name))[0] != n:
+                    first = lengths[axis]
+                    raise ValueError(f"{self.name}: axis {axis!r} has length {first[0]} in {first[1]} but "
+                                     f"{n} in {name} (shape {shape})")
+            batches.append(shape[:len(shape) - len(axes)])
+        return tuple(batches), {axis: n for axis, (n, _) in lengths.items()}
+
+    def work_size(self, lengths):
+        """Scratch floats a multivariate ``logpdf_grad`` needs for events of axis
+        ``lengths`` (at least 1)."""
+        return max(1, self.work(lengths)) if self.work is not None else 1
 
     @property
     def discrete(self):

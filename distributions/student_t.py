@@ -31,7 +31,7 @@ def _valid(x, df, loc, scale):
 
 
 @jitable
-def _log1p_minus_ratio(t, log1p_u, ratio):
+def log1p_minus_ratio(t, log1p_u, ratio):
     """log1p(u) - u / (1 + u) for u = t^2, given both terms.
 
     They agree to first order, so for u < 0.01 the series
@@ -93,7 +93,7 @@ def logpdf_grad(x, df, loc, scale, keep):
         lp -= half_df1 * log1p_t2
         d_x = -2.0 * half_df1 * r / sqrt_df * inv_scale
         d_scale += 2.0 * half_df1 * q * inv_scale
-        d_df += 0.5 * (q / df - _log1p_minus_ratio(t, log1p_t2, q))
+        d_df += 0.5 * (q / df - log1p_minus_ratio(t, log1p_t2, q))
     if lp == -math.inf:  # an overflowing term: reject the point, zero partials
         return -math.inf, 0.0, 0.0, 0.0, 0.0
     return lp, d_x, d_df, -d_x, d_scale

@@ -8,11 +8,12 @@ sampler entry points.
 __version__ = "0.1.0"
 
 from logdens.distributions import *  # noqa: F401,F403  (every distribution class)
-from logdens.distributions.constraints import (greater_than, interval, less_than, ordered,  # noqa: F401
-                                       positive, positive_ordered, real, simplex, unit_interval)
+from logdens.distributions.constraints import (cholesky_corr, cholesky_cov, greater_than,  # noqa: F401
+                                               interval, less_than, ordered, positive, positive_ordered,
+                                               real, simplex, sum_to_zero, unit_interval, unit_vector)
 from logdens.expr import FUNCTIONS as _FUNCTIONS
-from logdens.expr import (ModelError, cumsum, dot, inv_logit, log_softmax, logsumexp, matmul,  # noqa: F401
-                          mean, sigmoid, softmax, sum, transpose)
+from logdens.expr import (ModelError, cumsum, diag_pre_multiply, dot, inv_logit,  # noqa: F401
+                          log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
 from logdens.model import Model  # noqa: F401
 
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS

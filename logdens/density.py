@@ -101,6 +101,9 @@ def _check_support(name, x, constraint):
     """Raise a ValueError naming the parameter, index and value when ``x`` lies
     outside the open set its transform maps onto (a bound itself, such as 0 for
     a positive parameter, has no unconstrained value)."""
+    if constraint.name in _WHOLE_CHECKS:  # conditions on the whole value, not its elements
+        _WHOLE_CHECKS[constraint.name](name, np.asarray(x, dtype=float))
+        return
     open_set = constraint._replace(lower_closed=False, upper_closed=False)
     inside = contains(open_set, x)
     if constraint.name in ("ordered", "positive_ordered"):
@@ -112,6 +115,45 @@ def _check_support(name, x, constraint):
                          f"its support: {why}")
     if constraint.name == "simplex" and not abs(np.sum(x) - 1.0) <= SIMPLEX_TOLERANCE:
         raise ValueError(f"unconstrain: parameter {name!r} sums to {float(np.sum(x))!r}; a simplex must sum to 1")
+
+
+def _check_cholesky_cov(name, x):
+    """A ValueError unless ``x`` is lower triangular with a positive diagonal."""
+    upper = np.triu(x, 1)
+    if np.any(upper != 0.0):
+        i, j = np.argwhere(upper != 0.0)[0]
+        raise ValueError(f"unconstrain: parameter {name}[{i}, {j}]={float(x[i, j])!r} lies above the diagonal of "
+                         "a Cholesky factor: it must be 0")
+    if not np.all(np.diagonal(x) > 0.0):
+        i = int(np.argmin(np.diagonal(x) > 0.0))
+        raise ValueError(f"unconstrain: parameter {name}[{i}, {i}]={float(x[i, i])!r}: the diagonal of a "
+                         "Cholesky factor must be positive")
+
+
+def _check_cholesky_corr(name, x):
+    """``_check_cholesky_cov``, and rows of unit length (to ``SIMPLEX_TOLERANCE``)."""
+    _check_cholesky_cov(name, x)
+    norms = np.sum(x * x, axis=1)
+    if not np.all(np.abs(norms - 1.0) <= SIMPLEX_TOLERANCE):
+        i = int(np.argmax(np.abs(norms - 1.0)))
+        raise ValueError(f"unconstrain: parameter {name!r}: row {i} has squared length {float(norms[i])!r}; "
+                         "the rows of a Cholesky factor of a correlation matrix have length 1")
+
+
+def _check_sum_to_zero(name, x):
+    if not np.all(np.isfinite(x)) or not abs(np.sum(x)) <= SIMPLEX_TOLERANCE * max(1.0, np.abs(x).max()):
+        raise ValueError(f"unconstrain: parameter {name!r} sums to {float(np.sum(x))!r}; it must sum to 0")
+
+
+def _check_unit_vector(name, x):
+    if not abs(np.linalg.norm(x) - 1.0) <= SIMPLEX_TOLERANCE:
+        raise ValueError(f"unconstrain: parameter {name!r} has length {float(np.linalg.norm(x))!r}; "
+                         "a unit vector has length 1")
+
+
+#: The checks of constraints on whole values (``_check_support``).
+_WHOLE_CHECKS = {"cholesky_corr": _check_cholesky_corr, "cholesky_cov": _check_cholesky_cov,
+                 "sum_to_zero": _check_sum_to_zero, "unit_vector": _check_unit_vector}
 
 
 class LogDensity:

@@ -146,9 +146,9 @@ def current_sizes(model, layout, arrays):
     deterministics and observed terms take their current lengths."""
     sizes, memo = [], {}
 
-    def shape_of(expr):
+    def shape_of(expr):  # the first axis may follow the data; the others keep their lengths
         n = validate.length(expr, arrays, layout, "", memo)
-        return () if n is None else (n,)
+        return () if n is None else (n,) + tuple(expr.shape[1:])
 
     for name, dims in model.dims.items():
         if name in model.params:

@@ -1,4 +1,5 @@
-"""Transforms of whole vectors: ordered, positive_ordered, simplex.
+"""Transforms of whole vectors and matrices: ordered, positive_ordered, simplex,
+sum_to_zero, unit_vector, cholesky_corr, cholesky_cov.
 
 Element k of the constrained vector depends on several unconstrained
 coordinates, so the engine materializes the vector once per call (``w``),
@@ -38,6 +39,7 @@ from scipy import special as sp
 
 from logdens.distributions import special, vmath
 from logdens.distributions.jit import fast_kernel, jitable
+from logdens.expr import ModelError
 
 #: Unconstrained coordinates below this are read as this by exp and logistic.
 LOG_FLOOR = -700.0
@@ -171,46 +173,326 @@ def simplex_reverse(theta, offset, w, aw, target, jacobian):
         target[offset + k] += jacobian * (1.0 - 2.0 * z)
 
 
+@jitable
+def _log_sech2(y):
+    """log(1 - tanh(y)^2) = log(4) - 2|y| - 2 log1p(exp(-2|y|)), without 1 - z^2's
+    cancellation (it is 0 for |y| > 19, this stays finite to |y| = 3.5e2)."""
+    a = abs(y)
+    return 1.3862943611198906 - 2.0 * a - 2.0 * math.log1p(vmath.exp(-2.0 * a))
+
+
+@jitable
+def cholesky_corr_forward(theta, offset, w, d):
+    """Stan's Cholesky factor of a correlation matrix, d (d - 1) / 2 coordinates to
+    a d x d lower-triangular ``w`` (row-major) with unit rows.
+
+    Row i: z_j = tanh(u), s_0 = 1, L_ij = z_j sqrt(s_j), s_{j+1} = s_j (1 - z_j^2),
+    L_ii = sqrt(s_i); log|J| = sum log(1 - z_j^2) + sum_j 0.5 log s_j. The factor
+    1 - z^2 is exp(``_log_sech2``), which does not round to 0 at |u| > 19.
+    """
+    k = offset
+    log_j = 0.0
+    for q in range(d * d):
+        w[q] = 0.0
+    w[0] = 1.0
+    for i in range(1, d):
+        s = 1.0
+        for j in range(i):
+            u = theta[k]
+            k += 1
+            lz = _log_sech2(u)
+            w[i * d + j] = math.tanh(u) * math.sqrt(s)
+            log_j += lz + 0.5 * vmath.log(s)
+            s *= vmath.exp(lz)
+        w[i * d + i] = math.sqrt(s)
+    return log_j
+
+
+@jitable
+def cholesky_corr_reverse(theta, offset, w, aw, target, jacobian, d):
+    """Reverse sweep of ``cholesky_corr_forward``, row by row from the last entry.
+
+    s_j comes back as s_{j+1} / (1 - z_j^2) (exact to rounding; where the
+    factor underflows s is 0, L_ii is 0 and the density -inf). Entries above
+    the diagonal and L_00 are constants: their adjoints are not read.
+    """
+    k = offset + d * (d - 1) // 2
+    for i in range(d - 1, 0, -1):
+        k -= i
+        s = 1.0
+        for j in range(i):
+            s *= vmath.exp(_log_sech2(theta[k + j]))
+        a_s = aw[i * d + i] * 0.5 / math.sqrt(s) if s > 0.0 else 0.0
+        for j in range(i - 1, -1, -1):
+            u = theta[k + j]
+            z, e = math.tanh(u), vmath.exp(_log_sech2(u))
+            s_next = s
+            s = s_next / e
+            root = math.sqrt(s)
+            a_l = aw[i * d + j]
+            target[k + j] += a_l * root * e - 2.0 * z * (jacobian + a_s * s_next)
+            a_s = a_s * e + a_l * z * 0.5 / root + jacobian * 0.5 / s
+
+
+@jitable
+def sum_to_zero_forward(theta, offset, w):
+    """Stan's isometric sum-to-zero transform: N - 1 coordinates to N values that
+    sum to 0, x = V u with V's columns orthonormal (a Helmert basis):
+    x_j = sum_{k > j} v_k - j v_j with v_k = u_{k-1} / sqrt(k (k + 1)), v_0 = 0.
+    Linear, with a constant log|J|: 0."""
+    n = w.size - 1
+    tail = 0.0
+    for j in range(n, -1, -1):
+        v = theta[offset + j - 1] / math.sqrt(j * (j + 1.0)) if j > 0 else 0.0
+        w[j] = tail - j * v
+        tail += v
+    return 0.0
+
+
+@jitable
+def sum_to_zero_reverse(theta, offset, w, aw, target, jacobian):
+    """Reverse sweep of ``sum_to_zero_forward``: the adjoint of v_k is the sum of
+    aw_j over j < k minus k aw_k."""
+    head = 0.0
+    for k in range(1, w.size):
+        head += aw[k - 1]
+        target[offset + k - 1] += (head - k * aw[k]) / math.sqrt(k * (k + 1.0))
+
+
+@jitable
+def unit_vector_forward(theta, offset, w):
+    """Stan's unit vector: x = u / |u|; log|J| = -|u|^2 / 2, a standard normal on u
+    that makes the radius proper (the density of x itself is unchanged)."""
+    sq = 0.0
+    for k in range(w.size):
+        sq += theta[offset + k] * theta[offset + k]
+    norm = math.sqrt(sq)
+    for k in range(w.size):
+        w[k] = theta[offset + k] / norm
+    return -0.5 * sq
+
+
+@jitable
+def unit_vector_reverse(theta, offset, w, aw, target, jacobian):
+    """Reverse sweep of ``unit_vector_forward``: (aw - (aw . x) x) / |u| - jacobian u."""
+    sq, dot = 0.0, 0.0
+    for k in range(w.size):
+        sq += theta[offset + k] * theta[offset + k]
+        dot += aw[k] * w[k]
+    norm = math.sqrt(sq)
+    for k in range(w.size):
+        target[offset + k] += (aw[k] - dot * w[k]) / norm - jacobian * theta[offset + k]
+
+
+@jitable
+def cholesky_cov_forward(theta, offset, w, d):
+    """Stan's Cholesky factor of a covariance: d (d + 1) / 2 coordinates, row by
+    row, to a lower-triangular d x d ``w`` (row-major) whose diagonal is exp of
+    its coordinates; log|J| = the sum of those coordinates. The exponentials
+    are floored (``floored_exp``)."""
+    k = offset
+    log_j = 0.0
+    for i in range(d):
+        for j in range(d):
+            if j < i:
+                w[i * d + j] = theta[k]
+                k += 1
+            elif j == i:
+                w[i * d + j] = floored_exp(theta[k])[0]
+                log_j += theta[k]
+                k += 1
+            else:
+                w[i * d + j] = 0.0
+    return log_j
+
+
+@jitable
+def cholesky_cov_reverse(theta, offset, w, aw, target, jacobian, d):
+    """Reverse sweep of ``cholesky_cov_forward``."""
+    k = offset
+    for i in range(d):
+        for j in range(i + 1):
+            if j < i:
+                target[k] += aw[i * d + j]
+            else:
+                dx = floored_exp(theta[k])[1]
+                if dx != 0.0:
+                    target[k] += aw[i * d + j] * dx
+                target[k] += jacobian
+            k += 1
+
+
 class EventTransform:
-    """Numpy side of a vector transform; ``kind`` names its numba kernels."""
+    """Numpy side of a transform of whole vectors or matrices; the generated code
+    calls the numba kernels above it names (``forward_code``, ``reverse_code``)."""
 
     identity = False
     event = True
 
-    def __init__(self, kind):
-        self.kind = kind
+    def __init__(self, name):
+        self.name = name
+
+    def check_shape(self, shape, what):
+        """A ``ModelError`` naming ``what`` when the parameter's shape does not fit."""
+        if len(shape) != 1:
+            raise ModelError(f"{what}: the {self.name} constraint needs a vector shape")
+        if shape[0] < 2:
+            raise ModelError(f"{what}: a {self.name} vector needs at least 2 elements")
 
     def unconstrained_size(self, shape):
-        return shape[0] - 1 if self.kind == "simplex" else shape[0]
+        return shape[0]
+
+    def forward_code(self, offset, name):
+        """Generated line computing ``w_<name>`` and its log|J| ``lj_<name>``."""
+        return f"lj_{name} = events.{self.name}_forward(theta, {offset}, w_{name}{self._extra()})"
+
+    def reverse_code(self, offset, name, target, jacobian):
+        """Generated line adding the gradient into ``target`` from the adjoints ``aw_<name>``."""
+        return (f"events.{self.name}_reverse(theta, {offset}, w_{name}, aw_{name}, {target}, "
+                f"{jacobian}{self._extra()})")
+
+    def _extra(self):
+        """Further constant arguments of this transform's kernels."""
+        return ""
+
+
+class Ordered(EventTransform):
+    """``ordered`` and ``positive_ordered``: increasing steps of exp(u)."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.positive = name == "positive_ordered"
 
     def forward(self, u):
         u = np.asarray(u, dtype=float)
-        w = np.empty(u.shape[0] + 1 if self.kind == "simplex" else u.shape[0])
-        if self.kind == "simplex":
-            simplex_forward(u, 0, w)
-        else:
-            ordered_forward(u, 0, w, self.kind == "positive_ordered")
+        w = np.empty(u.shape[0])
+        ordered_forward(u, 0, w, self.positive)
         return w
 
     def inverse(self, x):
         x = np.asarray(x, dtype=float)
-        if self.kind == "simplex":
-            size = x.shape[0]
-            stick = 1.0 - np.concatenate([[0.0], np.cumsum(x[:-1])])[:-1]
-            return sp.logit(x[:-1] / stick) + np.log(size - np.arange(size - 1) - 1.0)
-        first = np.log(x[:1]) if self.kind == "positive_ordered" else x[:1]
+        first = np.log(x[:1]) if self.positive else x[:1]
         return np.concatenate([first, np.log(np.diff(x))])
 
     def forward_code(self, offset, name):
-        """Generated line computing ``w_<name>`` and its log|J| ``lj_<name>``."""
-        if self.kind == "simplex":
-            return f"lj_{name} = events.simplex_forward(theta, {offset}, w_{name})"
-        return (f"lj_{name} = events.ordered_forward(theta, {offset}, w_{name}, "
-                f"{self.kind == 'positive_ordered'})")
+        return f"lj_{name} = events.ordered_forward(theta, {offset}, w_{name}, {self.positive})"
 
     def reverse_code(self, offset, name, target, jacobian):
-        """Generated line adding the gradient into ``target`` from the adjoints ``aw_<name>``."""
-        if self.kind == "simplex":
-            return f"events.simplex_reverse(theta, {offset}, w_{name}, aw_{name}, {target}, {jacobian})"
         return (f"events.ordered_reverse(theta, {offset}, w_{name}, aw_{name}, {target}, {jacobian}, "
-                f"{self.kind == 'positive_ordered'})")
+                f"{self.positive})")
+
+
+class Simplex(EventTransform):
+    """Stan's stick-breaking: K - 1 coordinates."""
+
+    def unconstrained_size(self, shape):
+        return shape[0] - 1
+
+    def forward(self, u):
+        u = np.asarray(u, dtype=float)
+        w = np.empty(u.shape[0] + 1)
+        simplex_forward(u, 0, w)
+        return w
+
+    def inverse(self, x):
+        x = np.asarray(x, dtype=float)
+        size = x.shape[0]
+        stick = 1.0 - np.concatenate([[0.0], np.cumsum(x[:-1])])[:-1]
+        return sp.logit(x[:-1] / stick) + np.log(size - np.arange(size - 1) - 1.0)
+
+
+class CholeskyCorr(EventTransform):
+    """Stan's Cholesky factor of a correlation matrix: d (d - 1) / 2 coordinates."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.d = None
+
+    def check_shape(self, shape, what):
+        if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
+            raise ModelError(f"{what}: the cholesky_corr constraint needs a square matrix shape (d, d), "
+                             f"got {shape}")
+        self.d = shape[0]
+
+    def unconstrained_size(self, shape):
+        return shape[0] * (shape[0] - 1) // 2
+
+    def _extra(self):
+        return f", {self.d}"
+
+    def forward(self, u):
+        w = np.empty(self.d * self.d)
+        cholesky_corr_forward(np.asarray(u, dtype=float), 0, w, self.d)
+        return w.reshape(self.d, self.d)
+
+    def inverse(self, x):
+        x = np.asarray(x, dtype=float)
+        out = []
+        for i in range(1, x.shape[0]):
+            s = 1.0
+            for j in range(i):
+                z = x[i, j] / np.sqrt(s)
+                out.append(np.arctanh(z))
+                s *= 1.0 - z * z
+        return np.array(out)
+
+
+class SumToZero(EventTransform):
+    """Stan's isometric sum-to-zero vector: N - 1 coordinates."""
+
+    def unconstrained_size(self, shape):
+        return shape[0] - 1
+
+    def forward(self, u):
+        w = np.empty(np.shape(u)[0] + 1)
+        sum_to_zero_forward(np.asarray(u, dtype=float), 0, w)
+        return w
+
+    def inverse(self, x):
+        """V^T x: V's columns are orthonormal, so this undoes ``forward`` on sums of 0."""
+        x = np.asarray(x, dtype=float)
+        u = np.zeros(x.shape[0] - 1)
+        sum_to_zero_reverse(u, 0, x, x, u, 0.0)
+        return u
+
+
+class UnitVector(EventTransform):
+    """Stan's unit vector: N coordinates, x = u / |u|."""
+
+    def forward(self, u):
+        u = np.asarray(u, dtype=float)
+        return u / np.linalg.norm(u)
+
+    def inverse(self, x):
+        return np.asarray(x, dtype=float)
+
+
+class CholeskyCov(CholeskyCorr):
+    """Stan's Cholesky factor of a covariance matrix: d (d + 1) / 2 coordinates."""
+
+    def check_shape(self, shape, what):
+        if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
+            raise ModelError(f"{what}: the cholesky_cov constraint needs a square matrix shape (d, d), "
+                             f"got {shape}")
+        self.d = shape[0]
+
+    def unconstrained_size(self, shape):
+        return shape[0] * (shape[0] + 1) // 2
+
+    def forward(self, u):
+        w = np.empty(self.d * self.d)
+        cholesky_cov_forward(np.asarray(u, dtype=float), 0, w, self.d)
+        return w.reshape(self.d, self.d)
+
+    def inverse(self, x):
+        x = np.asarray(x, dtype=float)
+        return np.array([np.log(x[i, j]) if i == j else x[i, j]
+                         for i in range(self.d) for j in range(i + 1)])
+
+
+def for_event_constraint(name):
+    """The transform of event constraint ``name`` (``constraints.EVENT_CONSTRAINTS``)."""
+    kinds = {"simplex": Simplex, "ordered": Ordered, "positive_ordered": Ordered,
+             "cholesky_corr": CholeskyCorr, "cholesky_cov": CholeskyCov, "sum_to_zero": SumToZero,
+             "unit_vector": UnitVector}
+    return kinds[name](name)

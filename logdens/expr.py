@@ -181,6 +181,9 @@ class Expr:
     def logpdf_expression(self, dist, x):
         """``dist.logpdf(x)`` when ``x`` or a parameter of ``dist`` is an expression
         (the distributions call this; they know nothing of models)."""
+        if dist.spec.multivariate:
+            raise ModelError(f"{dist.spec.name}.logpdf of a model expression: a multivariate "
+                             "density is a term of its own (m.observe or m.param) for now")
         return LogPdf(dist.spec, [as_expr(x)] + [as_expr(v) for v in dist.params.values()])
 
 
@@ -427,6 +430,29 @@ class Take(Expr):
         return f"{children[0]}[{', '.join([':'] * self.axis + [str(self.position)])}]"
 
 
+class _Batch:
+    """An argument seen without its event axes (``kernel_plate``)."""
+
+    def __init__(self, node, shape):
+        self.node, self.shape, self.ndim = node, shape, len(shape)
+
+    def label(self):
+        return self.node.label()
+
+
+def kernel_plate(spec, args, what):
+    """The plate of a distribution's kernel over ``args`` (``x`` first): their
+    broadcast shape (``plate_shape``), less the event axes of a multivariate
+    distribution, whose lengths must agree (``Spec.split_shapes``)."""
+    if not spec.multivariate:
+        return plate_shape(args, what)
+    try:
+        batches, _ = spec.split_shapes([a.shape for a in args])
+    except ValueError as error:
+        raise ModelError(f"{what()}: {error}") from None
+    return plate_shape([_Batch(a, b) for a, b in zip(args, batches)], what)
+
+
 class Sum(Expr):
     """The sum of all elements of an expression: a scalar."""
 
@@ -597,3 +623,14 @@ def dot(a, b):
 def transpose(x):
     """``x.T``."""
     return as_expr(x).T
+
+
+def diag_pre_multiply(v, m):
+    """``diag(v) @ m``: row i of matrix ``m`` times ``v[i]`` (Stan's name), as a
+    covariance's Cholesky factor from scales and a correlation factor:
+    ``ld.MvNormal(mu, scale_tril=ld.diag_pre_multiply(sigma, L_corr))``."""
+    v, m = as_expr(v), as_expr(m)
+    if v.ndim != 1 or m.ndim != 2 or m.shape[0] != v.shape[0]:
+        raise ModelError(f"diag_pre_multiply: a vector and a matrix with one row per entry, got shapes "
+                         f"{v.shape} and {m.shape}")
+    return (v * m.T).T

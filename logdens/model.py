@@ -13,7 +13,7 @@ import numpy as np
 from logdens.distributions.frozen import Distribution
 from logdens import dims as dimensions
 from logdens import transforms
-from logdens.expr import Data, Expr, ModelError, Param, as_expr, frozen_array, plate_shape
+from logdens.expr import Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
 
 
 class Term(NamedTuple):
@@ -113,6 +113,8 @@ class Model:
         """
         what = f"parameter {name!r}"
         dims = dimensions.as_dims(dims, what)
+        if shape is None and dims is None and prior is not None and prior.spec.multivariate:
+            shape = prior.event_shape()  # one event: MvNormal's d, LKJCholesky's (d, d)
         if shape is None:
             shape = () if dims is None else dimensions.shape_from_dims(what, dims, self._lengths)
         shape = _checked_shape(shape, name)
@@ -125,10 +127,8 @@ class Model:
             if prior is not None:
                 constraint = _resolve_support(constraint, prior, name)
         self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
-        if self.transforms[name].event and len(shape) != 1:
-            raise ModelError(f"parameter {name!r}: the {constraint.name} constraint needs a vector shape")
-        if self.transforms[name].event and shape[0] < 2:
-            raise ModelError(f"parameter {name!r}: a {constraint.name} vector needs at least 2 elements")
+        if self.transforms[name].event:
+            self.transforms[name].check_shape(shape, what)
         node = Param(name, shape, constraint)
         self.params[name] = node
         self._set_dims(name, what, dims, shape)
@@ -221,8 +221,9 @@ class Model:
         for arg in term.args:
             self._check_own(arg, f"term {term.name!r}")
         if term.dist is not None:
-            plate = plate_shape(term.args, lambda: f"term {term.name!r}: {term.dist.spec.name} arguments")
-            if dims is not None and plate != term.value.shape:
+            plate = kernel_plate(term.dist.spec, term.args,
+                                 lambda: f"term {term.name!r}: {term.dist.spec.name} arguments")
+            if dims is not None and term.value.shape[:len(plate)] != plate:
                 raise ModelError(f"observe {term.name!r}: dims {dims} name the axes of the observed "
                                  f"value, shape {term.value.shape}, but the term's observations have "
                                  f"shape {plate}")

@@ -88,14 +88,30 @@ def _at_draws(node, values, n):
 
 def _arguments(term, values, n, shape=()):
     """The term's distribution arguments at ``n`` draws, by name, broadcast to
-    (n, *plate) with ``shape`` (the value's) taking part in the plate."""
+    (n, *plate) with ``shape`` (the value's) taking part in the plate; for a
+    multivariate distribution (n, *plate, *event), the plate without event axes."""
+    spec = term.dist.spec
     arguments = {name: _at_draws(node, values, n)
-                 for name, node in zip(term.dist.spec.param_names, term.args[1:])}
+                 for name, node in zip(spec.param_names, term.args[1:])}
+    if spec.multivariate:
+        batches, _ = spec.split_shapes([shape] + [a.shape[1:] for a in arguments.values()])
+        plate = np.broadcast_shapes(*batches)
+        return {name: np.broadcast_to(a.reshape((n,) + (1,) * (len(plate) - len(b)) + a.shape[1:]),
+                                      (n,) + plate + a.shape[1 + len(b):])
+                for (name, a), b in zip(arguments.items(), batches[1:])}
     plate = np.broadcast_shapes(shape, *(a.shape[1:] for a in arguments.values()))
     # numpy aligns shapes on the right: the draw axis stays first, 1s go after it
     return {name: np.broadcast_to(a.reshape((n,) + (1,) * (len(plate) + 1 - a.ndim) + a.shape[1:]),
                                   (n,) + plate)
             for name, a in arguments.items()}
+
+
+def _draw_shape(term, n, shape):
+    """The ``size`` of the draws of a value of ``shape`` per draw: (n, *shape), or for
+    a multivariate distribution (n, *batch), its events left out."""
+    if not term.dist.spec.multivariate:
+        return (n,) + shape
+    return (n,) + shape[:len(shape) - len(term.dist.spec.events[0])]
 
 
 def _distribution(term, arguments, what):
@@ -141,8 +157,13 @@ def _draw_parameter(term, param, values, n, state, what):
     arguments = _arguments(term, values, n, param.shape)
     _check_cut(term, param, arguments, what)
     dist = _distribution(term, arguments, what)
-    x = dist.draw(state, (n,) + param.shape)
+    x = dist.draw(state, _draw_shape(term, n, param.shape))
     kind = param.constraint.name
+    if term.dist.spec.multivariate:  # its draws are events of its support
+        if kind != term.dist.spec.support.name:
+            raise ModelError(f"{where}: its constraint {param.constraint!r} is not the support of its "
+                             f"prior {term.dist.spec.name}; it cannot be drawn from")
+        return x
     if kind == "simplex":
         raise ModelError(f"{where}: a simplex with a {term.dist.spec.name} prior on each element "
                          "cannot be drawn from by ancestral sampling")
@@ -172,8 +193,11 @@ def _draw_observed(source, values, n, state, names, what):
     out = {}
     for term in source.model.terms:
         if term.kind == "observe" and term.name in names:
-            arguments = _arguments(term, values, n, np.shape(evaluate(term.value, source.data)))
+            value_shape = np.shape(evaluate(term.value, source.data))
+            arguments = _arguments(term, values, n, value_shape)
             shape = next(iter(arguments.values())).shape
+            if term.dist.spec.multivariate:
+                shape = _draw_shape(term, n, value_shape)
             out[term.name] = _distribution(term, arguments, what).draw(state, shape)
     return out
 

@@ -514,12 +514,14 @@ def reads_outside(node, inside, name):
 
 def shaped(term):
     """Whether ``term`` holds a value with more than one axis (a data matrix aside,
-    where ``X @ beta`` reads it) or a node only ``logdens.shaped`` lowers: it is
-    lowered there, rows of events per block."""
+    where ``X @ beta`` reads it), a node only ``logdens.shaped`` lowers or a
+    multivariate distribution: it is lowered there, rows of events per block."""
     def needs(n):
         node_rule = rule(n)
         return (node_rule.shaped_only or (n.ndim > 1 and not node_rule.data)
                 or (not node_rule.reads_data_matrix and any(c.ndim > 1 for c in n.children)))
+    if term.dist is not None and term.dist.spec.multivariate:
+        return True
     return any(a.ndim > 1 for a in term.args) or any(needs(n) for a in term.args for n in ex.nodes(a))
 
 

@@ -41,7 +41,7 @@ class _Kernel:
 
     def __init__(self, term, keep, checked):
         self.children, self.spec, self.keep, self.checked = term.args, term.dist.spec, keep, checked
-        self.shape = ex.plate_shape(term.args, lambda: f"term {term.name!r}")
+        self.shape = ex.kernel_plate(self.spec, term.args, lambda: f"term {term.name!r}")
 
     ndim = property(lambda self: len(self.shape))
 
@@ -68,6 +68,14 @@ class _Info:
 def _rule(node):
     """The rule of an expression node (``logdens.rules``); the term's kernel has none."""
     return _NO_RULE if isinstance(node, _Kernel) else rules.rule(node)
+
+
+def _kind(node):
+    """The method suffix of ``node``'s type (``KINDS``); a multivariate kernel's
+    is ``event_kernel``: one call per row on whole events."""
+    if isinstance(node, _Kernel) and node.spec.multivariate:
+        return "event_kernel"
+    return KINDS.get(type(node), "unsupported")
 
 
 def _calls_kernel(node):
@@ -104,6 +112,12 @@ class ShapedTerm:
         else:
             checked = term.dist.spec.takes_x_valid and validate.value_checked(term)
             self.root = _Kernel(term, keep, checked)
+        # data read by a multivariate kernel as one whole event (a data Cholesky
+        # factor): not rows of the term's data
+        self.event_data = set()
+        if isinstance(self.root, _Kernel) and self.root.spec.multivariate:
+            self.event_data = {id(c) for c, axes in zip(self.root.children, self.root.spec.events)
+                               if _rule(c).data and c.ndim == len(axes)}
         self._visit(self.root)
         self.rowed = self.info[id(self.root)].rowed
         self.parents = {}  # id(node) -> [(parent, position of node among its children)]
@@ -132,12 +146,14 @@ class ShapedTerm:
 
     def _classify(self, node):
         kids = [self.info[id(c)] for c in node.children]
-        if _rule(node).data and node.ndim >= 1:
+        if _rule(node).data and node.ndim >= 1 and id(node) not in self.event_data:
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
         else:
             rowed = any(k.rowed for k in kids)
         event = node.shape[1:] if rowed else node.shape
+        if _kind(node) == "event_kernel":
+            self._check_events(node, kids, event)
         if rowed and node.ndim == 0:
             raise ModelError(f"{self.where}: {node.label()} reduces over the rows of data inside an "
                              "expression with matrices; only a potential's outer ld.sum may")
@@ -160,6 +176,22 @@ class ShapedTerm:
             return _Info(rowed, event, value, f"sa{n}", in_place=True)
         adjoint = self.low.workspaces.declare(f"sa{n}", *shape) if needs else None
         return _Info(rowed, event, value, adjoint)
+
+    def _check_events(self, node, kids, event):
+        """A multivariate kernel runs once per row of the term's data, once per
+        event of a whole batch of one axis (a prior on the rows of a parameter
+        matrix), or once: each argument is one event, or one per row or per
+        entry of the batch."""
+        rowed = any(k.rowed for k in kids)
+        if len(event) > (0 if rowed else 1):
+            raise ModelError(f"{self.where}: {node.spec.name} over a batch of shape {node.shape}; a "
+                             "multivariate term takes one event, one per row of data, or a vector of them")
+        for child, kid, axes in zip(node.children, kids, node.spec.events):
+            batch = child.ndim - len(axes)
+            if batch != (1 if kid.rowed else 0) and not (not rowed and batch == 1 and child.shape[0] == event[0]):
+                raise ModelError(f"{self.where}: {node.spec.name} argument {child.label()} has shape "
+                                 f"{child.shape}; it must be one event ({len(axes)} axes) or one per row "
+                                 "of the data")
 
     def _adds_in_place(self, node):
         """Whether the adjoint of parameter ``node`` is a view of its gradient entries
@@ -191,7 +223,9 @@ class ShapedTerm:
         between the products."""
         parents = self.parents
         for node in self.order:
-            if _calls_kernel(node):
+            if _kind(node) == "event_kernel":
+                self._event_partials(node)
+            elif _calls_kernel(node):
                 info = self.info[id(node)]
                 shape = (BLOCK, max(info.size, 1)) if info.rowed else (max(info.size, 1),)
                 self.partials[id(node)] = {
@@ -203,9 +237,9 @@ class ShapedTerm:
             if not info.rowed or info.adjoint is None or node is self.root or len(edges) != 1:
                 continue
             parent, j = edges[0]
-            kind = KINDS.get(type(parent))
+            kind = _kind(parent)
             same = self.info[id(parent)].event == info.event
-            if isinstance(parent, _Kernel) and same:
+            if kind == "event_kernel" or (isinstance(parent, _Kernel) and same):
                 buffer = self.partials[id(parent)][j]
             elif kind == "elementwise" and same and OPS[parent.op].derivatives[j] == "1.0":
                 buffer = self.info[id(parent)].adjoint
@@ -217,6 +251,23 @@ class ShapedTerm:
             self.low.workspaces.drop(info.adjoint)
             info.adjoint = buffer
             self.shared.add(id(node))
+
+    def _event_partials(self, node):
+        """A multivariate kernel's partials buffers, one per argument with an
+        adjoint: a row-aligned argument's are the block's rows; a whole one's
+        are summed over the rows by the kernel itself (it adds), except in
+        per-sample rows, which keep each row's."""
+        info = self.info[id(node)]
+        buffers = {}
+        for j, child in enumerate(node.children):
+            kid = self.info[id(child)]
+            if kid.adjoint is None:
+                continue
+            size = max(kid.size, 1)
+            per_row = kid.rowed or (self.per_row and info.rowed)
+            shape = (BLOCK, size) if per_row else (size,)
+            buffers[j] = self.low.workspaces.declare(f"sk{info.value[2:]}_{j}", *shape)
+        self.partials[id(node)] = buffers
 
     def _op(self, child):
         """``=`` for an adjoint that takes its one contribution, else ``+=``."""
@@ -233,7 +284,7 @@ class ShapedTerm:
             if not info.in_place or len(edges.get(id(node), ())) != 1:
                 continue
             parent, j = edges[id(node)][0]
-            kind, rowed = KINDS.get(type(parent)), self.info[id(parent)].rowed
+            kind, rowed = _kind(parent), self.info[id(parent)].rowed
             if rowed and ((kind == "matmul" and j == 1)
                           or (kind in ("elementwise", "kernel") and self.info[id(parent)].event == info.event)):
                 out.add(id(node))
@@ -343,7 +394,7 @@ class ShapedTerm:
         info = self.info[id(node)]
         if _rule(node).constant or info.value is None:
             return []
-        method = getattr(self, "_fwd_" + KINDS.get(type(node), "unsupported"))
+        method = getattr(self, "_fwd_" + _kind(node))
         return [f"# {info.value}: {node.label()}"] + method(node, info)
 
     def _fwd_unsupported(self, node, info):
@@ -366,8 +417,12 @@ class ShapedTerm:
 
     def _fwd_data(self, node, info):
         ident = self.layout.data_ident(node)
+        if not info.rowed and node.ndim == 2:  # a whole event, stored transposed (``Layout.pack``)
+            a, b = node.shape
+            return [f"for i in range({a}):", f"    for j in range({b}):",
+                    f"        {info.value}[i * {b} + j] = d_{ident}[j, i]"]
         if not info.rowed:
-            return [f"{info.value}[0] = d_{ident}[0]"]
+            return [f"for k in range({max(info.size, 1)}):", f"    {info.value}[k] = d_{ident}[k]"]
         if node.ndim == 1:
             return ["for r in range(nb):", f"    {info.value}[r, 0] = d_{ident}[b0 + r]"]
         # stored transposed (``Layout.pack``): column j of the block is contiguous
@@ -392,6 +447,93 @@ class ShapedTerm:
                      f"{self._at(node, row, t)} = {res}[0]"]
                     + [f"{self._element(name, info.rowed, row, t)} = {res}[{j + 1}]" for j, name in partials.items()])
         return self._event_loops(node, node.children, body)
+
+    def _fwd_event_kernel(self, node, info):
+        """A multivariate kernel once per row (or once): each argument one event,
+        a view of its buffer; its partials added into ``sk<n>_<j>``."""
+        partials, spec = self.partials[id(node)], node.spec
+        row = "r" if info.rowed else None
+        _, lengths = spec.split_shapes([c.shape for c in node.children])
+        zero = [f"{b}[:nb] = 0.0" if len(self.low.workspaces.shapes[b]) == 2 else f"{b}[:] = 0.0"
+                for b in partials.values()]
+        if self._rows_kernel(node, info):
+            return zero + self._fwd_rows_kernel(node, info, lengths)
+        work = self.low.workspaces.declare(f"sw{info.value[2:]}", spec.work_size(lengths))
+        batch = "q" if info.event else None  # a whole batch: one call per entry
+        ranks = [len(axes) for axes in spec.events]
+        args = [self._event_view(c, rank, self.info[id(c)].value, self.info[id(c)].rowed, row, batch)
+                for c, rank in zip(node.children, ranks)]
+        outs = []
+        for j, (child, rank) in enumerate(zip(node.children, ranks)):
+            if j not in partials:
+                outs.append("None")
+                continue
+            buffer = partials[j]
+            rowed = len(self.low.workspaces.shapes[buffer]) == 2
+            outs.append(self._event_view(child, rank, buffer, rowed, row, batch, scalar_as_array=True))
+        call = (f"{module_alias(spec)}.logpdf_grad({', '.join(args)}, {node.keep!r}, {work}, "
+                f"{', '.join(outs)})")
+        if batch:
+            return zero + [f"for q in range({info.event[0]}):", f"    {info.value}[q] = {call}"]
+        return zero + self._rows([f"{self._at(node, row, '0')} = {call}"], info.rowed)
+
+    def _rows_kernel(self, node, info):
+        """Whether the kernel over a block of rows (``Spec.rows``) runs: the term has
+        rows, only arguments it takes as rows are row-aligned (vectors), and no
+        per-sample rows need each row's partials of whole arguments."""
+        rows = node.spec.rows
+        if rows is None or not info.rowed or self.per_row:
+            return False
+        return all(not self.info[id(c)].rowed or (name in rows.aligned and len(axes) <= 1)
+                   for name, c, axes in zip(node.spec.arg_names, node.children, node.spec.events))
+
+    def _fwd_rows_kernel(self, node, info, lengths):
+        """One call for the block: row-aligned arguments and their partials as the
+        block's rows (``[:nb]``: (nb,) for scalar events, (nb, d) for vectors),
+        the log densities into the flat value buffer."""
+        partials, spec = self.partials[id(node)], node.spec
+        work = self.low.workspaces.declare(f"sw{info.value[2:]}", spec.rows.work(lengths, BLOCK))
+        args, outs = [], []
+
+        def rows(buffer, rank):
+            if rank:
+                return f"{buffer}[:nb]"
+            self.flat_views.add(buffer)
+            return f"f{buffer}[:nb]"
+        for j, child in enumerate(node.children):
+            kid = self.info[id(child)]
+            rank = len(spec.events[j])
+            args.append(rows(kid.value, rank) if kid.rowed else self._event_view(child, rank, kid.value, False, None))
+            if j not in partials:
+                outs.append("None")
+            else:
+                outs.append(rows(partials[j], rank) if kid.rowed
+                            else self._event_view(child, rank, partials[j], False, None, scalar_as_array=True))
+        self.flat_views.add(info.value)
+        return [f"{module_alias(spec)}.{spec.rows.kernel.__name__}({', '.join(args)}, {node.keep!r}, {work}, "
+                f"f{info.value}[:nb], {', '.join(outs)})"]
+
+    def _event_view(self, child, rank, buffer, rowed, row, batch=None, scalar_as_array=False):
+        """Code of one event (``rank`` axes) of ``child`` in ``buffer``: its row
+        ``row`` when ``rowed``, entry ``batch`` of a whole batch of events, or the
+        whole buffer. A float for a scalar event (a length-1 array with
+        ``scalar_as_array``), an array of the event's shape otherwise."""
+        if _rule(child).constant:
+            return literal(child.value)
+        event = child.shape[child.ndim - rank:]
+        size = max(math.prod(event), 1)
+        batched = batch is not None and child.ndim > rank
+        if rowed:
+            view = f"{buffer}[{row}]"
+        elif batched:
+            view = f"{buffer}[{batch} * {size}:({batch} + 1) * {size}]"
+        else:
+            view = buffer
+        if not event:
+            if scalar_as_array:
+                return view
+            return f"{buffer}[{row}, 0]" if rowed else (f"{buffer}[{batch}]" if batched else f"{buffer}[0]")
+        return view if len(event) == 1 else f"{view}.reshape({event!r})"
 
     def _fwd_matmul(self, node, info):
         left, right = node.children
@@ -507,7 +649,7 @@ class ShapedTerm:
                 and id(c) not in self.shared]
         if not kids or (info.adjoint is None and not isinstance(node, _Kernel)):
             return []
-        method = getattr(self, "_rev_" + KINDS[type(node)])
+        method = getattr(self, "_rev_" + _kind(node))
         return method(node, info, kids, fixed_row)
 
     def _seed(self, node, row, t):
@@ -531,6 +673,23 @@ class ShapedTerm:
             return [f"{self._adj(c, row, index(c))} {self._op(c)} {seed}"
                     f"{self._element(partials[j], info.rowed, row, t)}" for j, c in kids]
         return self._event_loops(node, node.children, body, fixed_row)
+
+    def _rev_event_kernel(self, node, info, kids, fixed_row):
+        """Each argument's partials into its adjoint: a row's for row-aligned ones
+        and, in per-sample rows, whole ones; the block's sum otherwise."""
+        partials, lines = self.partials[id(node)], []
+        for j, child in kids:
+            kid, buffer = self.info[id(child)], partials[j]
+            size = max(kid.size, 1)
+            if kid.rowed:
+                lines += self._rows([f"for t in range({size}):",
+                                     f"    {kid.adjoint}[r, t] {self._op(child)} {buffer}[r, t]"],
+                                    True, fixed_row)
+            elif len(self.low.workspaces.shapes[buffer]) == 2:
+                lines += [f"for t in range({size}):", f"    {kid.adjoint}[t] += {buffer}[r, t]"]
+            else:
+                lines += [f"for t in range({size}):", f"    {kid.adjoint}[t] += {buffer}[t]"]
+        return lines
 
     def _rev_matmul(self, node, info, kids, fixed_row):
         left, right = node.children

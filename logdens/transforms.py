@@ -21,7 +21,7 @@ import numpy as np
 from scipy import special as sp
 
 from logdens.distributions import constraints as c
-from logdens.event_transforms import LOG_FLOOR, EventTransform
+from logdens.event_transforms import LOG_FLOOR, for_event_constraint
 from logdens.expr import ModelError
 
 
@@ -165,7 +165,7 @@ def for_constraint(constraint, what):
         raise ModelError(f"{what}: a parameter cannot be discrete ({constraint!r}); "
                          "marginalize it out or observe it")
     if constraint.name in c.EVENT_CONSTRAINTS:
-        return EventTransform(constraint.name)
+        return for_event_constraint(constraint.name)
     lower, upper = constraint.lower, constraint.upper
     if lower is None and upper is None:
         return Identity()

@@ -72,8 +72,11 @@ def check_terms(model, layout, arrays):
         args = term.args
         memo = {}
         lengths = [(a, length(a, arrays, layout, where, memo)) for a in args]
-        top = max(a.ndim for a in args)  # lower ranks broadcast along trailing axes
-        rules.agree([(a, n) for a, n in lengths if a.ndim == top], where)
+        ranks = [len(b) for b in spec.split_shapes([a.shape for a in args])[0]]  # without event axes
+        for a, axes in zip(args, spec.events):
+            _check_event_axes(a, axes, arrays, layout, where)
+        top = max(ranks)  # lower ranks broadcast along trailing axes
+        rules.agree([(a, n) for (a, n), rank in zip(lengths, ranks) if rank == top and rank > 0], where)
         known = {n: _fixed_value(a, arrays, layout) for n, a in zip(spec.arg_names, args)}
         known = {n: v for n, v in known.items() if v is not None}
         checks = [("x", spec.support, "value")] + [(p.name, p.constraint, "parameter") for p in spec.params]
@@ -86,6 +89,32 @@ def check_terms(model, layout, arrays):
                 shown = node.label() if rules.rule(node).data and node.name else name
                 raise ModelError(f"{where}: {spec.name} {role} {name}: "
                                  f"{_first_violation(shown, np.asarray(known[name]), ok)}, {describe(constraint)}")
+        if spec.check is not None and "x" in known:
+            _check_events(spec, args, known["x"], where)
+
+
+def _check_event_axes(node, axes, arrays, layout, where):
+    """A data argument's event axes keep their build-time lengths: the generated
+    code is written for them (only the rows may change)."""
+    if not (rules.rule(node).data and axes):
+        return
+    shape = np.shape(_Site(arrays, layout, where).array(node))
+    if shape[len(shape) - len(axes):] != node.shape[node.ndim - len(axes):] or len(shape) != node.ndim:
+        raise ModelError(f"{where}: data {node.label()} has shape {shape}; it was built with shape "
+                         f"{node.shape}, whose event axes ({', '.join(axes)}) may not change")
+
+
+def _check_events(spec, args, x, where):
+    """A ``ModelError`` naming the first event of a fixed observed value outside
+    a multivariate distribution's support (``Spec.check``)."""
+    batches, lengths = spec.split_shapes([np.shape(x)] + [a.shape for a in args[1:]])
+    ok = spec.check(x, lengths)
+    if not np.all(ok):
+        index = np.unravel_index(int(np.argmin(ok)), np.shape(ok))
+        shown = args[0].label() if rules.rule(args[0]).data and args[0].name else "x"
+        where_at = ", ".join(str(int(i)) for i in index)
+        raise ModelError(f"{where}: {spec.name} value {shown}[{where_at}] = {np.array2string(np.asarray(x[index]))} "
+                         f"is outside the support: {spec.check.__doc__.strip()}")
 
 
 def value_checked(term):

@@ -1,4 +1,4 @@
-"""The generated loops of six models, and plain loops over the branch-free
+"""The generated loops of seven models, and plain loops over the branch-free
 kernels, stay vectorized (no timing: the LLVM IR).
 
 numba 0.68 (LLVM 22) left the Poisson model's loop scalar where numba 0.65
@@ -46,6 +46,7 @@ EXPECTED = {
     "logistic": {"exp", "log", "div"},
     "hierarchical": {"exp"},
     "mlp": {"exp", "div", "mul"},  # tanh's exp and division, the Normal kernel over a block
+    "mv_normal": {"mul"},  # the triangular solves down a block's rows (``Spec.rows``)
 }
 
 
@@ -102,7 +103,8 @@ def kernel_report(package=distributions):
 
 
 def _models(n=64, seed=0):
-    """The five models of the engine benchmarks and a small neural network."""
+    """The five models of the engine benchmarks, a small neural network and a
+    multivariate normal."""
     rng = np.random.default_rng(seed)
     y01 = (rng.uniform(size=n) < 0.5).astype(float)
     models = {}
@@ -124,6 +126,10 @@ def _models(n=64, seed=0):
     W1, W2 = m.param("W1", ld.Normal(0, 1), shape=(4, 8)), m.param("W2", ld.Normal(0, 1), shape=(8, 3))
     out = ld.tanh(m.data("X", rng.normal(size=(n, 4))) @ W1 + m.param("b1", shape=8)) @ W2
     m.observe("Y", ld.Normal(out, m.param("sigma", ld.HalfNormal(1))), rng.normal(size=(n, 3)))
+    m = models["mv_normal"] = ld.Model()
+    scale = ld.diag_pre_multiply(m.param("sigma", ld.HalfNormal(1), shape=3),
+                                 m.param("corr", shape=(3, 3), constraint=ld.cholesky_corr))
+    m.observe("Y", ld.MvNormal(m.param("mu", shape=3), scale_tril=scale), rng.normal(size=(n, 3)))
     return models
 
 
