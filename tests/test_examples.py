@@ -12,7 +12,7 @@ import sys
 import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-MODELS = ["radon", "logistic_regression", "robust_regression", "mixture", "negative_binomial_glm"]
+MODELS = ["radon", "logistic_regression", "robust_regression", "mixture", "negative_binomial_glm", "correlated_normal"]
 WORKLOADS = ["poisson_gradient", "embedded_atom", "normal_ad", "broadcast_sum_exp", "mlp_per_sample"]
 
 

@@ -172,3 +172,19 @@ def test_the_gpu_section_runs_as_written_on_a_device():
     np.testing.assert_allclose(namespace["lps"], lps, rtol=1e-12)
     np.testing.assert_allclose(namespace["grads"], grads, rtol=1e-10, atol=1e-10 * np.max(np.abs(grads)))
     np.testing.assert_allclose(namespace["rows"], cpu.per_sample_gradient(namespace["theta"], "c"), atol=1e-10)
+
+
+def test_the_multivariate_example_compiles_and_fits_its_data():
+    """The Distributions section's multivariate snippet, on data of its shapes:
+    it compiles, and its MAP correlation is near the data's."""
+    import logdens as ld
+    (block,) = _python_blocks("Distributions")
+    rng = np.random.default_rng(0)
+    cov = np.array([[1.0, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 1.0]])
+    namespace = {"ld": ld, "np": np, "Y": rng.multivariate_normal(np.zeros(3), cov, size=500),
+                 "X": rng.normal(size=(300, 20)), "classes": rng.integers(0, 5, 300)}
+    exec(compile(block, "README.md", "exec"), namespace)
+    density = namespace["m"].compile()
+    fit = ld.find_map(density)
+    corr = fit.params["corr"] @ fit.params["corr"].T
+    np.testing.assert_allclose(corr, np.corrcoef(namespace["Y"].T), atol=0.05)
