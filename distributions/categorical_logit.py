@@ -85,52 +85,56 @@ def logpdf_grad(x, logits, keep, work, d_x, d_logits):
 
 
 @kernel
-def _logit(logits, r, j):
-    """Entry j of row r's logits: a row of a block, or the one shared vector."""
-    return logits[r, j] if logits.ndim == 2 else logits[j]
-
-
-@kernel
 def logpdf_grad_rows(x, logits, keep, work, lp, d_x, d_logits):
     """``logpdf_grad`` over a block: ``x`` (nb,), ``logits`` (nb, k) or (k,) shared.
-    Each loop runs down the rows (the exponentials vectorize); ``work`` holds
-    each row's max and sum and the e_j, stored (k, nb)."""
+    The logits are first copied column by column into ``work`` as (k, nb), so
+    every later loop runs down the rows over contiguous memory and vectorizes
+    (the exponentials, the logarithms: 137 against 440 us over 1e4 rows of 5
+    logits, where loops read the (nb, k) rows with a stride); ``work`` also
+    holds each row's max, log-sum and a NaN flag."""
     nb = x.shape[0]
     k = logits.shape[-1]
-    top, total, bad = work[:nb], work[nb:2 * nb], work[2 * nb:3 * nb]
-    e = work[3 * nb:3 * nb + k * nb].reshape((k, nb))
+    top, lse, bad = work[:nb], work[nb:2 * nb], work[2 * nb:3 * nb]
+    e = work[3 * nb:3 * nb + k * nb].reshape((k, nb))  # the logits, then their exponentials
     for r in range(nb):
         top[r] = -math.inf
-        total[r] = 0.0
+        lse[r] = 0.0
         bad[r] = 0.0
     for j in range(k):
+        ej = e[j]
         for r in range(nb):
-            v = _logit(logits, r, j)
+            v = logits[r, j] if logits.ndim == 2 else logits[j]
+            ej[r] = v
             top[r] = max(top[r], v)
             bad[r] += v * 0.0  # NaN for an inf or NaN logit
     for j in range(k):
         ej = e[j]
         for r in range(nb):
-            ej[r] = vmath.exp(_logit(logits, r, j) - top[r])
-            total[r] += ej[r]
+            ej[r] = vmath.exp(ej[r] - top[r])
+            lse[r] += ej[r]
+    for r in range(nb):
+        lse[r] = vmath.log(lse[r])
     finite = True
     for r in range(nb):
         ok = bad[r] == 0.0 and category_ok(x[r], k)
         i = int(x[r]) if ok else 0
-        lp[r] = ((_logit(logits, r, i) - top[r]) - vmath.log(total[r]) if keep[0] else 0.0) if ok else -math.inf
+        at = logits[r, i] if logits.ndim == 2 else logits[i]
+        lp[r] = ((at - top[r]) - lse[r] if keep[0] else 0.0) if ok else -math.inf
         finite &= ok and lp[r] > -math.inf
     if not finite or not keep[0] or d_logits is None:
         return
-    for r in range(nb):
-        bad[r] = 0.0  # now: the sum of e_j over j != x, the partial at x (see the module docstring)
+    for r in range(nb):  # now: sum of e_j over j != x, over the sum of all: the partial at x
+        bad[r] = 0.0
     for j in range(k):
         ej = e[j]
         for r in range(nb):
             bad[r] += ej[r] if j != int(x[r]) else 0.0
+    for r in range(nb):
+        lse[r] = vmath.exp(-lse[r])  # 1 / sum_j e_j
     for j in range(k):
         ej = e[j]
         for r in range(nb):
-            share = (bad[r] if j == int(x[r]) else -ej[r]) / total[r]
+            share = (bad[r] if j == int(x[r]) else -ej[r]) * lse[r]
             if d_logits.ndim == 2:
                 d_logits[r, j] += share
             else:

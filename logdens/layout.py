@@ -55,6 +55,9 @@ class DataSlot(NamedTuple):
     as_index: bool   # used as an index array (in idata)
     ndim: int
     ident: str       # in generated identifiers (see the module docstring)
+    #: A matrix read only by terms with shape (``logdens.shaped``): stored row by
+    #: row, so a block of rows is a view for BLAS, not a transposed copy.
+    row_major: bool = False
 
 
 def identifier(name, k):
@@ -84,6 +87,11 @@ class Layout:
         for node, as_index in rules.visits(roots, False, lambda _, access: access == rules.INDEX):
             if rules.rule(node).data:
                 self._add_data(node, as_index)
+        columns = {self.data_name(leaf) for term in model.terms if not rules.shaped(term)
+                   for a in term.args for leaf in a.leaves() if rules.rule(leaf).data}
+        for name, slot in self.data.items():
+            if slot.as_value and slot.ndim == 2 and name not in columns:
+                self.data[name] = slot._replace(row_major=True)
         first = len(self.params) + len(self.data)
         self.term_idents = {term.name: identifier(term.name, first + k) for k, term in enumerate(model.terms)}
 
@@ -131,8 +139,9 @@ class Layout:
             header[HEADER_WIDTH * slot.position:][:HEADER_WIDTH] = (f_offset, i_offset, rows, cols, ordered)
             if slot.as_value:
                 # matrices column by column: X[:, j] contiguous, so blocked
-                # products run down contiguous columns and vectorize
-                floats.append(np.ascontiguousarray(a.T if a.ndim == 2 else a, dtype=np.float64).ravel())
+                # products run down contiguous columns and vectorize (``row_major``: row by row)
+                transposed = a.ndim == 2 and not slot.row_major
+                floats.append(np.ascontiguousarray(a.T if transposed else a, dtype=np.float64).ravel())
                 f_offset += a.size
             if slot.as_index:
                 ints.append(np.ascontiguousarray(a, dtype=np.int64).ravel())
@@ -149,7 +158,10 @@ class Layout:
             h, name = HEADER_WIDTH * slot.position, slot.ident
             lines.append(f"n_{name} = idata[{h + 2}]  # {slot.name}")
             if slot.as_value:
-                if slot.ndim == 2:
+                if slot.ndim == 2 and slot.row_major:
+                    lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name} * idata[{h + 3}]]"
+                                 f".reshape((n_{name}, idata[{h + 3}]))  # row by row")
+                elif slot.ndim == 2:
                     lines.append(f"d_{name} = fdata[idata[{h}]:idata[{h}] + n_{name} * idata[{h + 3}]]"
                                  f".reshape((idata[{h + 3}], n_{name}))  # transposed: d_{name}[j, i] = X[i, j]")
                 else:

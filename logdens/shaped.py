@@ -114,6 +114,7 @@ class ShapedTerm:
             self.root = _Kernel(term, keep, checked)
         # data read by a multivariate kernel as one whole event (a data Cholesky
         # factor): not rows of the term's data
+        self.data_views = set()  # value buffers that are views of a block of data rows
         self.event_data = set()
         if isinstance(self.root, _Kernel) and self.root.spec.multivariate:
             self.event_data = {id(c) for c, axes in zip(self.root.children, self.root.spec.events)
@@ -170,12 +171,20 @@ class ShapedTerm:
                 return _Info(rowed, event, None, None)  # an index only, read where used
         shape = (BLOCK, max(math.prod(event), 1)) if rowed else (max(math.prod(event), 1),)
         value = f"sv{n}"
-        if not (_rule(node).param and node.shape != ()):
+        if self._data_view(node, rowed):
+            self.data_views.add(value)
+        elif not (_rule(node).param and node.shape != ()):
             self.low.workspaces.declare(value, *shape)
         if needs and self._adds_in_place(node):
             return _Info(rowed, event, value, f"sa{n}", in_place=True)
         adjoint = self.low.workspaces.declare(f"sa{n}", *shape) if needs else None
         return _Info(rowed, event, value, adjoint)
+
+    def _data_view(self, node, rowed):
+        """Whether ``node`` is a data matrix stored row by row (``DataSlot.row_major``)
+        whose block of rows is a view, with no copy."""
+        return (rowed and _rule(node).data and node.ndim == 2
+                and self.layout.data[self.layout.data_name(node)].row_major)
 
     def _check_events(self, node, kids, event):
         """A multivariate kernel runs once per row of the term's data, once per
@@ -417,10 +426,13 @@ class ShapedTerm:
 
     def _fwd_data(self, node, info):
         ident = self.layout.data_ident(node)
-        if not info.rowed and node.ndim == 2:  # a whole event, stored transposed (``Layout.pack``)
+        if info.value in self.data_views:  # its flat view is bound here, per block
+            return [f"{info.value} = d_{ident}[b0:b1]", f"f{info.value} = {info.value}.reshape(nb * {node.shape[1]})"]
+        if not info.rowed and node.ndim == 2:  # a whole event (``Layout.pack``: maybe transposed)
             a, b = node.shape
+            at = "i, j" if self.layout.data[self.layout.data_name(node)].row_major else "j, i"
             return [f"for i in range({a}):", f"    for j in range({b}):",
-                    f"        {info.value}[i * {b} + j] = d_{ident}[j, i]"]
+                    f"        {info.value}[i * {b} + j] = d_{ident}[{at}]"]
         if not info.rowed:
             return [f"for k in range({max(info.size, 1)}):", f"    {info.value}[k] = d_{ident}[k]"]
         if node.ndim == 1:
@@ -849,7 +861,8 @@ class ShapedTerm:
     def _flat_views(self):
         """Lines binding the flat views of block buffers (``f<buffer>``), once per term."""
         shapes = self.low.workspaces.shapes
-        return [f"f{name} = {name}.reshape({math.prod(shapes[name])})" for name in sorted(self.flat_views)]
+        return [f"f{name} = {name}.reshape({math.prod(shapes[name])})"
+                for name in sorted(self.flat_views - self.data_views)]
 
     def _accumulate(self):
         """Lines adding the block's log densities to ``lp`` (or writing each row's
