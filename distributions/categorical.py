@@ -76,7 +76,7 @@ def rvs(state, p, out):
     out[0] = last
 
 
-def check(x, lengths):
+def check(x, lengths, known):
     """it must be a category 0, 1, ..., K - 1 (K the length of p)"""
     return np.asarray(x, dtype=float) < lengths["k"]
 

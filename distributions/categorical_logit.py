@@ -158,7 +158,7 @@ def rvs(state, logits, out):
     out[0] = choice
 
 
-def check(x, lengths):
+def check(x, lengths, known):
     """it must be a category 0, 1, ..., K - 1 (K the length of logits)"""
     return np.asarray(x, dtype=float) < lengths["k"]
 

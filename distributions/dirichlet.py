@@ -155,7 +155,7 @@ def rvs(state, alpha, out):
         out[i] /= total
 
 
-def check(x, lengths):
+def check(x, lengths, known):
     """its entries must be positive and sum to 1 within 1e-8 (Stan's tolerance)"""
     x = np.asarray(x, dtype=float)
     return np.all(x > 0.0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1.0) <= SIMPLEX_TOLERANCE)

@@ -22,6 +22,8 @@ Partials: d/dalpha_i = digamma(x_i + alpha_i) - digamma(alpha_i) -
 
 import math
 
+import numpy as np
+
 from . import beta_binomial
 from .constraints import nonnegative_integer, positive
 from .dirichlet import concentrations_ok
@@ -97,6 +99,12 @@ def rvs(state, n, alpha, out):
     out[k - 1] = rest
 
 
+def check(x, lengths, known):
+    """its counts must sum to n"""
+    total = np.sum(np.asarray(x, dtype=float), axis=-1)
+    return total == known["n"] if "n" in known else np.ones(np.shape(total), dtype=bool)
+
+
 SPEC = Spec(
     name="DirichletMultinomial",
     params=(Param("n", nonnegative_integer), Param("alpha", positive)),
@@ -110,6 +118,7 @@ SPEC = Spec(
     logpdf_grad=logpdf_grad,
     rvs=rvs,
     events=(("k",), (), ("k",)),
+    check=check,
 )
 
 

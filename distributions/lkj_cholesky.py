@@ -155,7 +155,7 @@ def rvs(state, dim, concentration, out):
         out[i * d + i] = math.exp(0.5 * (log_g2 - log_total))
 
 
-def check(x, lengths):
+def check(x, lengths, known):
     """L is lower triangular with a positive diagonal and rows of unit length (to 1e-8)"""
     x = np.asarray(x, dtype=float)
     upper = np.all(np.triu(x, 1) == 0.0, axis=(-2, -1))

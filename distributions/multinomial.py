@@ -3,10 +3,9 @@
     log p(x | n, p) = lgamma(n + 1) - sum_i lgamma(x_i + 1) + sum_i x_i log p_i,
                       x_i = 0, 1, ..., with sum_i x_i = n
 
-Support: vectors of K nonnegative integers summing to n. ``Spec.check``
-sees only x, not n, so the support's elementwise check (nonnegative
-integers) is all that is checked when data are set; counts that do not sum
-to n give ``-inf`` from the kernels. Parameters: n a nonnegative integer
+Support: vectors of K nonnegative integers summing to n. When data are set,
+counts that do not sum to a fixed n are an error (``check``); with n a
+model expression they give ``-inf`` from the kernels. Parameters: n a nonnegative integer
 (no partial), p a probability vector (entries in [0, 1] summing to 1
 within 1e-8, Stan's tolerance). A term with x_i = 0 is 0 even where p_i =
 0 (0 log 0 = 0, as ``xlogy``); x_i > 0 at p_i = 0 has mass 0.
@@ -19,6 +18,8 @@ The lgamma difference cancels for large counts: its absolute error is
 """
 
 import math
+
+import numpy as np
 
 from . import binomial, vmath
 from .constraints import nonnegative_integer, simplex
@@ -124,6 +125,12 @@ def rvs(state, n, p, out):
     out[k - 1] = rest
 
 
+def check(x, lengths, known):
+    """its counts must sum to n"""
+    total = np.sum(np.asarray(x, dtype=float), axis=-1)
+    return total == known["n"] if "n" in known else np.ones(np.shape(total), dtype=bool)
+
+
 SPEC = Spec(
     name="Multinomial",
     params=(Param("n", nonnegative_integer), Param("p", simplex)),
@@ -136,6 +143,7 @@ SPEC = Spec(
     logpdf_grad=logpdf_grad,
     rvs=rvs,
     events=(("k",), (), ("k",)),
+    check=check,
 )
 
 

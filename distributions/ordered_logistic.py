@@ -118,7 +118,7 @@ def rvs(state, eta, cutpoints, out):
     out[0] = count
 
 
-def check(x, lengths):
+def check(x, lengths, known):
     """x is below K = len(cutpoints) + 1, the number of categories"""
     return np.asarray(x, dtype=float) < lengths["c"] + 1
 

@@ -139,11 +139,13 @@ class Spec(NamedTuple):
     #: first (MvNormal: ``(("d",), ("d",), ("d", "d"))``); axes of one name have
     #: one length. Empty for univariate distributions.
     events: Tuple[Tuple[str, ...], ...] = ()
-    #: Multivariate distributions: ``check(x, lengths) -> mask`` over x's batch,
-    #: false where an event of ``x`` lies outside the support (a simplex that
-    #: does not sum to 1, a category past the last); ``lengths`` are the event
-    #: axes' (``split_shapes``). Its docstring states the condition in errors.
-    #: None: the elementwise check of ``support`` says it all.
+    #: Multivariate distributions: ``check(x, lengths, known) -> mask`` over x's
+    #: batch, false where an event of ``x`` lies outside the support (a simplex
+    #: that does not sum to 1, a category past the last, counts that do not sum
+    #: to n); ``lengths`` are the event axes' (``split_shapes``), ``known`` the
+    #: other arguments whose values are fixed data or constants, by name. Its
+    #: docstring states the condition in errors. None: the elementwise check of
+    #: ``support`` says it all.
     check: Optional[Callable] = None
     #: Multivariate distributions: ``work(axis lengths) -> int``, the length of
     #: the scratch array ``logpdf_grad`` takes (kernels allocate nothing: they

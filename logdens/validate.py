@@ -90,7 +90,7 @@ def check_terms(model, layout, arrays):
                 raise ModelError(f"{where}: {spec.name} {role} {name}: "
                                  f"{_first_violation(shown, np.asarray(known[name]), ok)}, {describe(constraint)}")
         if spec.check is not None and "x" in known:
-            _check_events(spec, args, known["x"], where)
+            _check_events(spec, args, known, where)
 
 
 def _check_event_axes(node, axes, arrays, layout, where):
@@ -104,11 +104,12 @@ def _check_event_axes(node, axes, arrays, layout, where):
                          f"{node.shape}, whose event axes ({', '.join(axes)}) may not change")
 
 
-def _check_events(spec, args, x, where):
+def _check_events(spec, args, known, where):
     """A ``ModelError`` naming the first event of a fixed observed value outside
     a multivariate distribution's support (``Spec.check``)."""
+    x = known["x"]
     batches, lengths = spec.split_shapes([np.shape(x)] + [a.shape for a in args[1:]])
-    ok = spec.check(x, lengths)
+    ok = spec.check(x, lengths, {n: v for n, v in known.items() if n != "x"})
     if not np.all(ok):
         index = np.unravel_index(int(np.argmin(ok)), np.shape(ok))
         shown = args[0].label() if rules.rule(args[0]).data and args[0].name else "x"

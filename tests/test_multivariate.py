@@ -405,3 +405,20 @@ def test_mvnormal_extreme_dimensions(d):
         h = 1e-6
         slope = (lp.log_density(theta + h * direction) - lp.log_density(theta - h * direction)) / (2 * h)
         assert grad @ direction == pytest.approx(slope, rel=1e-6)
+
+
+def test_counts_must_sum_to_a_data_n():
+    """Multinomial counts are checked against a fixed n when data are set (the
+    term, the row and its counts named); the same check at set_data."""
+    m = ld.Model()
+    p = m.param("p", ld.Dirichlet(np.ones(3)))
+    n = m.data("n", np.array([3.0, 4.0]))
+    m.observe("y", ld.Multinomial(n, p), np.array([[1, 1, 1], [2, 2, 1]]))
+    with pytest.raises(ld.ModelError, match=r"term .y.: Multinomial value y\[1\] = \[2. 2. 1.\].*sum to n"):
+        m.compile()
+    m = ld.Model()
+    p = m.param("p", ld.Dirichlet(np.ones(3)))
+    m.observe("y", ld.DirichletMultinomial(m.data("n", np.array([3.0])), 2.0 * p), np.array([[1, 1, 1]]))
+    lp = m.compile()
+    with pytest.raises(ld.ModelError, match="sum to n"):
+        lp.set_data(n=np.array([3.0]), y=np.array([[1, 1, 2]]))

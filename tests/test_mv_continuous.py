@@ -215,7 +215,7 @@ def test_lkj_errors_and_support():
     bad = np.stack([upper, long_row, negative])
     assert np.all(dist.logpdf(bad) == -np.inf)
     assert np.isfinite(dist.logpdf(good))
-    np.testing.assert_array_equal(lkj_check(np.stack([good, *bad]), {"d": 3}), [True, False, False, False])
+    np.testing.assert_array_equal(lkj_check(np.stack([good, *bad]), {"d": 3}, {}), [True, False, False, False])
     assert dist.event_shape() == (3, 3)
 
 
@@ -228,7 +228,7 @@ def test_lkj_draws(d, eta):
     n = 4000
     draws = LKJCholesky(d, eta).rvs(size=n, seed=3)
     assert draws.shape == (n, d, d)
-    assert np.all(lkj_check(draws, {"d": d}))
+    assert np.all(lkj_check(draws, {"d": d}, {}))
     assert np.all(np.isfinite(LKJCholesky(d, eta).logpdf(draws)))
     corr = draws @ np.swapaxes(draws, -1, -2)
     r = corr[:, np.tril_indices(d, -1)[0], np.tril_indices(d, -1)[1]]
@@ -531,7 +531,7 @@ def test_ordered_errors_and_support(kind):
     dist = cls(0.3, np.array([-1.0, 1.0]))
     np.testing.assert_array_equal(dist.logpdf(np.array([-1.0, 3.0, 1.5, 7.0])), -np.inf)
     assert np.all(np.isfinite(dist.logpdf(np.array([0.0, 1.0, 2.0]))))
-    np.testing.assert_array_equal(ordered_check(np.array([0, 2, 3]), {"c": 2}), [True, True, False])
+    np.testing.assert_array_equal(ordered_check(np.array([0, 2, 3]), {"c": 2}, {}), [True, True, False])
 
 
 @pytest.mark.parametrize("kind", ORDERED)

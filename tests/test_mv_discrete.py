@@ -175,8 +175,8 @@ def test_dirichlet_support_and_parameters():
                         [-0.1, 0.6, 0.5], [0.2, 0.3, 0.5 + 2e-8], [0.2, 0.3, np.inf]])
     assert np.all(d.logpdf(outside) == -np.inf)
     assert np.isfinite(d.logpdf(np.array([0.2, 0.3, 0.5 + 5e-9])))  # within Stan's 1e-8
-    assert Dirichlet.spec.check(outside, {"k": 3}).tolist() == [False, False, False, False]
-    assert Dirichlet.spec.check(np.array([[0.2, 0.3, 0.5]]), {"k": 3}).tolist() == [True]
+    assert Dirichlet.spec.check(outside, {"k": 3}, {}).tolist() == [False, False, False, False]
+    assert Dirichlet.spec.check(np.array([[0.2, 0.3, 0.5]]), {"k": 3}, {}).tolist() == [True]
     for bad in ([1.0, 0.0], [1.0, -2.0], [1.0, np.inf], [np.nan, 1.0]):
         with pytest.raises(InvalidArgumentError, match=r"Dirichlet: alpha\[\d\]"):
             Dirichlet(np.array(bad))
@@ -246,7 +246,7 @@ def test_categorical_logit_keep_support_parameters():
     assert full == pytest.approx(CategoricalLogit(logits).logpdf([17])[0], rel=1e-14)
     d = CategoricalLogit(np.array([0.1, -2.0, 3.0]))
     assert np.all(d.logpdf([3, -1, 1.5, np.inf]) == -np.inf)
-    assert CategoricalLogit.spec.check(np.array([0.0, 2.0, 3.0]), {"k": 3}).tolist() == [True, True, False]
+    assert CategoricalLogit.spec.check(np.array([0.0, 2.0, 3.0]), {"k": 3}, {}).tolist() == [True, True, False]
     for bad in ([0.0, np.inf], [np.nan, 1.0]):
         with pytest.raises(InvalidArgumentError, match=r"CategoricalLogit: logits\[\d\]"):
             CategoricalLogit(np.array(bad))
@@ -292,7 +292,7 @@ def test_categorical_keep_support_parameters():
     assert full == np.log(p[11]) and d_p[11] == 1 / p[11]
     d = Categorical(np.array([0.0, 0.3, 0.7]))
     assert np.all(d.logpdf([0, 3, -1, 0.5]) == -np.inf)
-    assert Categorical.spec.check(np.array([0.0, 3.0]), {"k": 3}).tolist() == [True, False]
+    assert Categorical.spec.check(np.array([0.0, 3.0]), {"k": 3}, {}).tolist() == [True, False]
     with pytest.raises(InvalidArgumentError, match=r"Categorical: p\[1\]=-0.1"):
         Categorical(np.array([0.6, -0.1, 0.5]))
     with pytest.raises(InvalidArgumentError, match=r"Categorical: p=\[0.5 0.4\] sums to 0.9.*must sum to 1"):
@@ -346,7 +346,9 @@ def test_multinomial_keep_support_parameters():
                        ((3.0, [1.5, -0.5]), r"p\[0\]=1.5")]:
         with pytest.raises(InvalidArgumentError, match="Multinomial: " + match):
             Multinomial(*bad)
-    assert Multinomial.spec.check is None  # the sum to n needs n: the kernels' -inf
+    counts = np.array([[1.0, 2.0], [2.0, 2.0]])
+    assert Multinomial.spec.check(counts, {"k": 2}, {"n": 3.0}).tolist() == [True, False]
+    assert Multinomial.spec.check(counts, {"k": 2}, {}).tolist() == [True, True]  # n unknown: the kernels' -inf
 
 
 def test_multinomial_rvs():
