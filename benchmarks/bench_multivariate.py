@@ -85,7 +85,7 @@ def numpyro_gradient(numpyro_model, args, values):
     return their_value, lambda: jax.block_until_ready(both(unconstrained))
 
 
-def row(name, built, budget, rng):
+def row(built, budget, rng):
     m, numpyro_model, args = built
     density = m.compile()
     theta = rng.normal(size=density.dim) * 0.3
@@ -113,7 +113,7 @@ def main():
     cases = (("MvNormal d=10, LKJ prior", lambda: mv_normal(args.rows, 10, rng)),
              ("softmax regression K=5, p=20", lambda: softmax_regression(args.rows, 20, 5, rng)))
     for name, build in cases:
-        t = {k: v * 1e6 for k, v in row(name, build(), budget, rng).items()}
+        t = {k: v * 1e6 for k, v in row(build(), budget, rng).items()}
         jax = f"{t['jax']:.0f} | {t['jax'] / t['ours']:.2f}" if "jax" in t else "- | -"
         print(f"| {name} | {args.rows} | {t['ours']:.0f} | {jax} |", flush=True)
 

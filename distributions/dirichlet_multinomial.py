@@ -22,13 +22,11 @@ Partials: d/dalpha_i = digamma(x_i + alpha_i) - digamma(alpha_i) -
 
 import math
 
-import numpy as np
-
 from . import beta_binomial
 from .constraints import nonnegative_integer, positive
 from .dirichlet import concentrations_ok
 from .jit import jitable, kernel
-from .multinomial import counts_ok, log_multinomial_coefficient
+from .multinomial import check, counts_ok, log_multinomial_coefficient
 from .multivariate import MultivariateDistribution
 from .spec import Param, Spec, Summand
 from .special import digamma_diff, log_rising_factorial
@@ -97,12 +95,6 @@ def rvs(state, n, alpha, out):
         out[i] = draw
         rest -= draw
     out[k - 1] = rest
-
-
-def check(x, lengths, known):
-    """its counts must sum to n"""
-    total = np.sum(np.asarray(x, dtype=float), axis=-1)
-    return total == known["n"] if "n" in known else np.ones(np.shape(total), dtype=bool)
 
 
 SPEC = Spec(

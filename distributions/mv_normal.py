@@ -238,14 +238,19 @@ class MvNormal(MultivariateDistribution):
         super().__init__(loc, scale_tril)
 
     def _check_events(self):
-        L = self.params["scale_tril"]
-        diagonal = np.diagonal(L, axis1=-2, axis2=-1)
-        bad = ~(diagonal > 0) | ~np.isfinite(diagonal)
-        if np.any(bad):
-            index = np.unravel_index(int(np.argmax(bad)), bad.shape)
-            where = ", ".join(str(int(i)) for i in index[:-1] + (index[-1], index[-1]))
-            raise InvalidArgumentError(f"MvNormal: scale_tril[{where}]={float(diagonal[index])!r}: the diagonal "
-                                       "of a Cholesky factor must be positive and finite")
+        check_scale_tril("MvNormal", self.params["scale_tril"])
+
+
+def check_scale_tril(dist, scale_tril):
+    """An ``InvalidArgumentError`` naming the first diagonal entry of a (batch of)
+    Cholesky factor(s) that is not positive and finite."""
+    diagonal = np.diagonal(scale_tril, axis1=-2, axis2=-1)
+    bad = ~(diagonal > 0) | ~np.isfinite(diagonal)
+    if np.any(bad):
+        index = np.unravel_index(int(np.argmax(bad)), bad.shape)
+        where = ", ".join(str(int(i)) for i in index[:-1] + (index[-1], index[-1]))
+        raise InvalidArgumentError(f"{dist}: scale_tril[{where}]={float(diagonal[index])!r}: the diagonal "
+                                   "of a Cholesky factor must be positive and finite")
 
 
 def _cholesky(cov):

@@ -26,10 +26,9 @@ import numpy as np
 
 from . import random, vmath
 from .constraints import positive, real
-from .frozen import InvalidArgumentError
 from .jit import jitable, kernel
 from .multivariate import MultivariateDistribution
-from .mv_normal import diagonal_ok, solve_lower
+from .mv_normal import check_scale_tril, diagonal_ok, solve_lower
 from .spec import Param, Spec, Summand
 from .special import (LOG_SQRT_PI, SMALLEST_NORMAL, half_step_digamma_excess, log1p_square,
                       log_rising_factorial)
@@ -193,11 +192,4 @@ class MvStudentT(MultivariateDistribution):
     spec = SPEC
 
     def _check_events(self):
-        L = self.params["scale_tril"]
-        diagonal = np.diagonal(L, axis1=-2, axis2=-1)
-        bad = ~(diagonal > 0) | ~np.isfinite(diagonal)
-        if np.any(bad):
-            index = np.unravel_index(int(np.argmax(bad)), bad.shape)
-            where = ", ".join(str(int(i)) for i in index[:-1] + (index[-1], index[-1]))
-            raise InvalidArgumentError(f"MvStudentT: scale_tril[{where}]={diagonal[index].item()!r}: the "
-                                       "diagonal of a Cholesky factor must be positive and finite")
+        check_scale_tril("MvStudentT", self.params["scale_tril"])

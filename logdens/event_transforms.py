@@ -331,6 +331,7 @@ class EventTransform:
 
     def __init__(self, name):
         self.name = name
+        self.kernel = name  # the kernels' prefix: ``<kernel>_forward``, ``<kernel>_reverse``
 
     def check_shape(self, shape, what):
         """A ``ModelError`` naming ``what`` when the parameter's shape does not fit."""
@@ -344,11 +345,11 @@ class EventTransform:
 
     def forward_code(self, offset, name):
         """Generated line computing ``w_<name>`` and its log|J| ``lj_<name>``."""
-        return f"lj_{name} = events.{self.name}_forward(theta, {offset}, w_{name}{self._extra()})"
+        return f"lj_{name} = events.{self.kernel}_forward(theta, {offset}, w_{name}{self._extra()})"
 
     def reverse_code(self, offset, name, target, jacobian):
         """Generated line adding the gradient into ``target`` from the adjoints ``aw_<name>``."""
-        return (f"events.{self.name}_reverse(theta, {offset}, w_{name}, aw_{name}, {target}, "
+        return (f"events.{self.kernel}_reverse(theta, {offset}, w_{name}, aw_{name}, {target}, "
                 f"{jacobian}{self._extra()})")
 
     def _extra(self):
@@ -361,7 +362,7 @@ class Ordered(EventTransform):
 
     def __init__(self, name):
         super().__init__(name)
-        self.positive = name == "positive_ordered"
+        self.kernel, self.positive = "ordered", name == "positive_ordered"
 
     def forward(self, u):
         u = np.asarray(u, dtype=float)
@@ -374,12 +375,8 @@ class Ordered(EventTransform):
         first = np.log(x[:1]) if self.positive else x[:1]
         return np.concatenate([first, np.log(np.diff(x))])
 
-    def forward_code(self, offset, name):
-        return f"lj_{name} = events.ordered_forward(theta, {offset}, w_{name}, {self.positive})"
-
-    def reverse_code(self, offset, name, target, jacobian):
-        return (f"events.ordered_reverse(theta, {offset}, w_{name}, aw_{name}, {target}, {jacobian}, "
-                f"{self.positive})")
+    def _extra(self):
+        return f", {self.positive}"
 
 
 class Simplex(EventTransform):
@@ -410,7 +407,7 @@ class CholeskyCorr(EventTransform):
 
     def check_shape(self, shape, what):
         if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
-            raise ModelError(f"{what}: the cholesky_corr constraint needs a square matrix shape (d, d), "
+            raise ModelError(f"{what}: the {self.name} constraint needs a square matrix shape (d, d), "
                              f"got {shape}")
         self.d = shape[0]
 
@@ -469,12 +466,6 @@ class UnitVector(EventTransform):
 
 class CholeskyCov(CholeskyCorr):
     """Stan's Cholesky factor of a covariance matrix: d (d + 1) / 2 coordinates."""
-
-    def check_shape(self, shape, what):
-        if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
-            raise ModelError(f"{what}: the cholesky_cov constraint needs a square matrix shape (d, d), "
-                             f"got {shape}")
-        self.d = shape[0]
 
     def unconstrained_size(self, shape):
         return shape[0] * (shape[0] + 1) // 2

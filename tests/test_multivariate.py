@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 import logdens as ld
-from logdens.event_transforms import cholesky_corr_forward, cholesky_corr_reverse, for_event_constraint
+from logdens.event_transforms import cholesky_corr_forward, for_event_constraint
 
 
 def _central(f, theta, h=1e-6):
