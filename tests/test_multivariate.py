@@ -422,3 +422,17 @@ def test_counts_must_sum_to_a_data_n():
     lp = m.compile()
     with pytest.raises(ld.ModelError, match="sum to n"):
         lp.set_data(n=np.array([3.0]), y=np.array([[1, 1, 2]]))
+
+
+def test_arviz_groups_of_a_multivariate_term():
+    """An observed (n, d) term named with two dims: its log-likelihood has one
+    entry per row (the first dim), its data and predictive draws both dims."""
+    rng = np.random.default_rng(13)
+    m = ld.Model(coords={"obs": np.arange(40), "var": ["a", "b", "c"]})
+    mu = m.param("mu", ld.Normal(0, 5), dims="var")
+    m.observe("y", ld.MvNormal(mu, cov=np.eye(3)), rng.normal(size=(40, 3)), dims=("obs", "var"))
+    idata = ld.nuts(m, draws=100, tune=100, chains=2, seed=0, progress=False)
+    assert idata.log_likelihood["y"].dims == ("chain", "draw", "obs")
+    assert idata.observed_data["y"].dims == ("obs", "var")
+    draws = ld.sample_posterior_predictive(idata, m, seed=1).posterior_predictive["y"]
+    assert draws.dims == ("chain", "draw", "obs", "var") and draws.shape == (2, 100, 40, 3)
