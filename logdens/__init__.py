@@ -14,6 +14,7 @@ from logdens.distributions.constraints import (cholesky_corr, cholesky_cov, grea
 from logdens.expr import FUNCTIONS as _FUNCTIONS
 from logdens.expr import (ModelError, cumsum, diag_pre_multiply, dot, inv_logit,  # noqa: F401
                           log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
+from logdens.mixture import Mixture  # noqa: F401
 from logdens.model import Model  # noqa: F401
 
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS

@@ -229,8 +229,8 @@ class LogDensity:
 
     def observed_data(self):
         """The observed arrays by term name (for ArviZ's ``observed_data``)."""
-        return {t.name: self._arrays[self.layout.data_name(t.value)]
-                for t in self.model.terms if t.kind == "observe"}
+        return {t.name: self._arrays[self.layout.data_name(t.mixture.x if t.mixture else t.value)]
+                for t in self.model.terms if t.kind == "observe" or (t.kind == "likelihood" and t.mixture)}
 
     # ----- log density and gradient -------------------------------------
     def param_unc_num(self):

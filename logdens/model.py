@@ -14,6 +14,18 @@ from logdens.distributions.frozen import Distribution
 from logdens import dims as dimensions
 from logdens import transforms
 from logdens.expr import Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
+from logdens.expr import sum as expr_sum
+from logdens.mixture import Mixture
+
+
+class MixtureOf(NamedTuple):
+    """What a term built from an ``ld.Mixture`` stands for: the mixture and its
+    value ``x`` (observed data, or the parameter of a Mixture prior). The
+    term's ``value`` is the log density as an expression, which the engine
+    lowers like any potential; this is for predictive draws and printing."""
+
+    dist: Mixture
+    x: Expr
 
 
 class Term(NamedTuple):
@@ -22,7 +34,9 @@ class Term(NamedTuple):
     ``kind`` is ``"prior"`` (value is a parameter), ``"observe"`` (value is
     data), ``"potential"`` (``dist`` is None and ``value`` is a scalar
     expression added as it is) or ``"likelihood"`` (a potential whose
-    elements are per-observation log-likelihoods, summed).
+    elements are per-observation log-likelihoods, summed). ``mixture`` is set
+    on the likelihood of an observed ``ld.Mixture`` and the potential of a
+    Mixture prior (named after its parameter).
     """
 
     name: str
@@ -30,6 +44,7 @@ class Term(NamedTuple):
     dist: Optional[Distribution]
     value: Expr
     args: Tuple[Expr, ...]  # (x, *params) in kernel argument order; (value,) for a potential
+    mixture: Optional[MixtureOf] = None
 
     @property
     def per_observation(self):
@@ -46,6 +61,14 @@ def make_term(name, kind, dist, value):
     """A term with its distribution's parameters turned into expressions once."""
     params = () if dist is None else tuple(as_expr(v) for v in dist.params.values())
     return Term(name, kind, dist, value, (value,) + params)
+
+
+def mixture_term(name, kind, mixture, x):
+    """The term of ``mixture`` at ``x``: its log density as an expression,
+    elementwise for a likelihood, summed for a prior's potential."""
+    lp = mixture.logpdf(x)
+    value = lp if kind == "likelihood" else expr_sum(lp)
+    return Term(name, kind, None, value, (value,), MixtureOf(mixture, x))
 
 
 def check_name(name, what="name"):
@@ -113,16 +136,19 @@ class Model:
         """
         what = f"parameter {name!r}"
         dims = dimensions.as_dims(dims, what)
-        if shape is None and dims is None and prior is not None and prior.spec.multivariate:
+        mixture = isinstance(prior, Mixture)
+        if shape is None and dims is None and prior is not None and not mixture and prior.spec.multivariate:
             shape = prior.event_shape()  # one event: MvNormal's d, LKJCholesky's (d, d)
         if shape is None:
             shape = () if dims is None else dimensions.shape_from_dims(what, dims, self._lengths)
         shape = _checked_shape(shape, name)
         self._lengths.check(what, dims, shape)
         self._claim(name, "parameter")
-        if prior is not None and not isinstance(prior, Distribution):
+        if prior is not None and not isinstance(prior, (Distribution, Mixture)):
             raise ModelError(f"parameter {name!r}: the prior must be a distribution, got {prior!r}")
-        if constraint is None:
+        if constraint is None and mixture:
+            constraint = prior.support_constraint(what)
+        elif constraint is None:
             constraint = prior.spec.support if prior is not None else transforms.c.real
             if prior is not None:
                 constraint = _resolve_support(constraint, prior, name)
@@ -132,7 +158,9 @@ class Model:
         node = Param(name, shape, constraint)
         self.params[name] = node
         self._set_dims(name, what, dims, shape)
-        if prior is not None:
+        if mixture:  # its density, built from expressions, is a potential of the parameter
+            self._add_term(mixture_term(name, "potential", prior, node))
+        elif prior is not None:
             self._add_term(make_term(name, "prior", prior, node))
         return node
 
@@ -169,7 +197,7 @@ class Model:
         ``observed_data``; by default an observed named data array's dims.
         """
         what = f"observe {name!r}"
-        if not isinstance(dist, Distribution):
+        if not isinstance(dist, (Distribution, Mixture)):
             raise ModelError(f"{what}: expected a distribution, got {dist!r}")
         dims = dimensions.as_dims(dims, what)
         if isinstance(value, Expr):
@@ -181,9 +209,12 @@ class Model:
             self._lengths.check(what, dims, value.shape)
             if self.data_nodes.get(name) is not value:  # the output names the term: one name, one thing
                 self._claim(name, "observed term")
-        else:
+        if not isinstance(value, Expr):
             value = self.data(name, value, dims=dims)
-        self._add_term(make_term(name, "observe", dist, value), dims)
+        if isinstance(dist, Mixture):  # a per-observation likelihood built from expressions
+            self._add_term(mixture_term(name, "likelihood", dist, value))
+        else:
+            self._add_term(make_term(name, "observe", dist, value), dims)
         self._set_dims(name, what, dims, value.shape)
 
     def _set_dims(self, name, what, dims, shape):

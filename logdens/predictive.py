@@ -22,6 +22,10 @@ model's distribution only when the cut does not depend on other parameters
 (else the model's joint density is not normalized per draw), so then it is
 an error. An ordered vector with i.i.d. elements is drawn as sorted i.i.d.
 draws (its density is k! times theirs on the ordered cone).
+
+An ``ld.Mixture`` (observed, or a prior whose constraint is its support) is
+drawn as its own terms are: its weights and each component's arguments at the
+draws, then ``Mixture.draw`` on the same stream.
 """
 
 import warnings
@@ -33,8 +37,9 @@ from logdens.distributions import random
 from logdens.distributions.constraints import contains, resolve_bounds
 from logdens.distributions.frozen import InvalidArgumentError
 from logdens.evaluate import evaluate
-from logdens.expr import ModelError
+from logdens.expr import ModelError, as_expr
 from logdens.layout import Layout
+from logdens.mixture import Mixture
 from logdens.model import Model
 
 #: Rounds of redrawing the elements outside a parameter's constraint before
@@ -68,8 +73,18 @@ class _Source:
 
     def observed_data(self):
         """The observed values by term name, as the samplers' ``observed_data``."""
-        return {t.name: np.asarray(evaluate(t.value, self.data))
-                for t in self.model.terms if t.kind == "observe"}
+        return {t.name: np.asarray(evaluate(_observed_value(t), self.data))
+                for t in _observed_terms(self.model)}
+
+
+def _observed_terms(model):
+    """The terms whose values are drawn as observations: observed terms and observed Mixtures."""
+    return [t for t in model.terms if t.kind == "observe" or (t.kind == "likelihood" and t.mixture)]
+
+
+def _observed_value(term):
+    """The observed value of an observed term (its log density's ``x``)."""
+    return term.mixture.x if term.mixture else term.value
 
 
 def _at_draws(node, values, n):
@@ -90,9 +105,12 @@ def _arguments(term, values, n, shape=()):
     """The term's distribution arguments at ``n`` draws, by name, broadcast to
     (n, *plate) with ``shape`` (the value's) taking part in the plate; for a
     multivariate distribution (n, *plate, *event), the plate without event axes."""
-    spec = term.dist.spec
-    arguments = {name: _at_draws(node, values, n)
-                 for name, node in zip(spec.param_names, term.args[1:])}
+    return _spec_arguments(term.dist.spec, term.args[1:], values, n, shape)
+
+
+def _spec_arguments(spec, nodes, values, n, shape):
+    """``_arguments`` of a distribution ``spec`` whose parameters are the expressions ``nodes``."""
+    arguments = {name: _at_draws(node, values, n) for name, node in zip(spec.param_names, nodes)}
     if spec.multivariate:
         batches, _ = spec.split_shapes([shape] + [a.shape[1:] for a in arguments.values()])
         plate = np.broadcast_shapes(*batches)
@@ -114,13 +132,29 @@ def _draw_shape(term, n, shape):
     return (n,) + shape[:len(shape) - len(term.dist.spec.events[0])]
 
 
-def _distribution(term, arguments, what):
-    """``term``'s distribution with numeric ``arguments``; an invalid one (a draw
-    that gives a scale of 0) is a ModelError naming the term."""
+def _distribution(term, arguments, what, kind=None):
+    """``term``'s distribution (or one of ``kind``) with numeric ``arguments``; an
+    invalid one (a draw that gives a scale of 0) is a ModelError naming the term."""
     try:
-        return type(term.dist)(**arguments)
+        return (kind or type(term.dist))(**arguments)
     except InvalidArgumentError as err:
         raise ModelError(f"{what}: term {term.name!r}: {err} (index: draw, then element)") from None
+
+
+def _mixture(term, values, n, shape, what):
+    """``term``'s ``ld.Mixture`` at ``n`` draws: each component's arguments as
+    ``_arguments`` gives them, (n, *plate), and weights (n, 1, ..., 1, K)."""
+    mixture = term.mixture.dist
+    components = [_distribution(term, _spec_arguments(c.spec, [as_expr(v) for v in c.params.values()],
+                                                      values, n, shape), what, type(c))
+                  for c in mixture.components]
+    plate = np.broadcast_shapes(*(np.shape(v)[1:] for c in components for v in c.params.values()))
+    if isinstance(mixture.weights, tuple):  # K scalar expressions
+        weights = np.stack([_at_draws(w, values, n) for w in mixture.weights], axis=-1)
+    else:
+        weights = _at_draws(as_expr(mixture.weights), values, n)
+    weights = weights.reshape((n,) + (1,) * len(plate) + weights.shape[-1:])
+    return _distribution(term, {"weights": weights, "components": components}, what, Mixture)
 
 
 def _check_cut(term, param, arguments, what):
@@ -154,6 +188,11 @@ def _redraw_outside(dist, x, inside, state, what):
 def _draw_parameter(term, param, values, n, state, what):
     """(n, *shape) draws of ``param`` from its prior ``term`` restricted to its constraint."""
     where = f"{what}: parameter {param.name!r}"
+    if term.mixture:
+        if param.constraint != term.mixture.dist.support:
+            raise ModelError(f"{where}: its constraint {param.constraint!r} is not the support of its "
+                             "Mixture prior; it cannot be drawn from")
+        return _mixture(term, values, n, param.shape, what).draw(state, (n,) + param.shape)
     arguments = _arguments(term, values, n, param.shape)
     _check_cut(term, param, arguments, what)
     dist = _distribution(term, arguments, what)
@@ -191,8 +230,11 @@ def _deterministics(model, values, n, names):
 def _draw_observed(source, values, n, state, names, what):
     """(n, *shape) draws of each observed term in ``names``, in model order."""
     out = {}
-    for term in source.model.terms:
-        if term.kind == "observe" and term.name in names:
+    for term in _observed_terms(source.model):
+        if term.mixture and term.name in names:
+            value_shape = np.shape(evaluate(term.mixture.x, source.data))
+            out[term.name] = _mixture(term, values, n, value_shape, what).draw(state, (n,) + value_shape)
+        elif term.name in names:
             value_shape = np.shape(evaluate(term.value, source.data))
             arguments = _arguments(term, values, n, value_shape)
             shape = next(iter(arguments.values())).shape
@@ -256,15 +298,15 @@ def sample_prior_predictive(model, draws=500, seed=None, var_names=None):
     what = "sample_prior_predictive"
     source = _Source(model, what)
     m, n = source.model, _check_draws(draws, what)
-    observed = [t.name for t in m.terms if t.kind == "observe"]
+    observed = [t.name for t in _observed_terms(m)]
     names = _wanted(var_names, [*m.params, *m.deterministics, *observed], what,
                     "which is no parameter, deterministic or observed term of the model")
-    priors = {t.name: t for t in m.terms if t.kind == "prior"}
+    priors = {t.name: t for t in m.terms if t.kind == "prior" or (t.kind == "potential" and t.mixture)}
     flat = [name for name in m.params if name not in priors]
     if flat:
         raise ModelError(f"{what}: parameter {flat[0]!r} has no prior (a flat, improper one); "
                          "give every parameter a prior distribution to draw from")
-    potentials = [t.name for t in m.terms if t.kind == "potential"]
+    potentials = [t.name for t in m.terms if t.kind == "potential" and not t.mixture]
     if potentials:
         warnings.warn(f"{what}: the potentials {potentials} are left out of the prior draws",
                       stacklevel=2)
@@ -334,7 +376,7 @@ def sample_posterior_predictive(idata, model, seed=None, var_names=None,
     m = source.model
     posterior = idata["posterior"].to_dataset() if hasattr(idata["posterior"], "to_dataset") \
         else idata["posterior"]
-    observed = [t.name for t in m.terms if t.kind == "observe"]
+    observed = [t.name for t in _observed_terms(m)]
     names = _wanted(var_names if var_names is not None else observed, [*observed, *m.deterministics],
                     what, "which is no observed term or deterministic of the model")
     params = _posterior_values(posterior, m, what)

@@ -126,6 +126,26 @@ class ExprPrinter:
         return f"{self._operand(left, p)} {symbol} {self._operand(right, p + 1)}", p
 
 
+def mixture_text(mixture, printer):
+    """``Mixture(w, [Normal(mu[0], s), Normal(mu[1], s)])``, numeric weights as numbers."""
+    weights = mixture.weights
+    if isinstance(weights, np.ndarray):
+        weights = np.array2string(weights, separator=", ") if weights.ndim > 1 else \
+            f"[{', '.join(number(v) for v in weights)}]"
+    elif isinstance(weights, tuple):
+        weights = f"[{', '.join(printer(w) for w in weights)}]"
+    else:
+        weights = printer(weights)
+
+    def argument(value):  # numbers as written; a printer keyed by id() must not see temporaries
+        if isinstance(value, np.ndarray):
+            return number(value) if value.ndim == 0 else "array" + shape_text(value.shape)
+        return printer(value)
+    components = ", ".join(f"{c.spec.name}({', '.join(argument(v) for v in c.params.values())})"
+                           for c in mixture.components)
+    return f"Mixture({weights}, [{components}])"
+
+
 def _slice(node):
     start = "" if node.start == 0 else str(node.start)
     stop = "" if node.stop == node.children[0].shape[0] else str(node.stop)
@@ -158,14 +178,16 @@ def rows(model, shapes=None):
     """
     shapes = shapes or {}
     printer = ExprPrinter({id(e): name for name, e in model.deterministics.items()})
-    priors = {t.name: t for t in model.terms if t.kind == "prior"}
-    observed = {t.name for t in model.terms if t.kind == "observe"}
+    priors = {t.name: t for t in model.terms if t.kind == "prior" or (t.kind == "potential" and t.mixture)}
+    observed = {t.name for t in model.terms if t.kind == "observe" or (t.kind == "likelihood" and t.mixture)}
 
     def notes(name, *first):
         dims = model.dims.get(name)
         return ", ".join(list(first) + ([dims_text(dims)] if dims else []))
 
     def distribution(term):
+        if term.mixture:
+            return mixture_text(term.mixture.dist, printer)
         return f"{term.dist.spec.name}({', '.join(printer(a) for a in term.args[1:])})"
 
     out = []
@@ -181,13 +203,13 @@ def rows(model, shapes=None):
         out.append((name, shapes.get(name, e.shape), "=", printer(e, top=True),
                     notes(name, "deterministic")))
     for term in model.terms:
-        if term.kind == "observe":
-            value = term.value
+        if term.name in observed:
+            value = term.mixture.x if term.mixture else term.value
             own = isinstance(value, ex.Data) and value.name == term.name
             what = "observed" if own else f"observed {printer(value)}"
             out.append((term.name, shapes.get(term.name, value.shape), "~", distribution(term),
                         notes(term.name, what)))
-        elif term.kind in ("potential", "likelihood"):
+        elif term.kind in ("potential", "likelihood") and term.name not in priors:
             out.append((term.name, shapes.get(term.name, term.value.shape), "=",
                         printer(term.value, top=True), notes(term.name, term.kind)))
     return out

@@ -11,6 +11,7 @@ import numpy as np
 from logdens import rules
 from logdens.distributions.constraints import contains, describe
 from logdens.distributions.frozen import _first_violation
+from logdens.evaluate import evaluate
 from logdens.expr import ModelError
 
 
@@ -67,6 +68,10 @@ def check_terms(model, layout, arrays):
         where = f"term {term.name!r}"
         if term.dist is None:
             length(term.value, arrays, layout, where)
+            if term.mixture is not None and term.kind == "likelihood":  # an observed ld.Mixture
+                x = term.mixture.x
+                shown = x.label() if rules.rule(x).data and x.name else "x"
+                term.mixture.dist.check_value(evaluate(x, arrays), arrays, where, shown)
             continue
         spec = term.dist.spec
         args = term.args
