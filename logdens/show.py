@@ -96,7 +96,9 @@ class ExprPrinter:
             return f"{self._operand(node.children[0], ATOM)}[{_slice(node)}]", ATOM
         if kind is ex.Element:
             return f"{self._operand(node.children[0], ATOM)}[{node.position}]", ATOM
-        if kind is ex.MatVec:
+        if kind is ex.Transpose:
+            return f"{self._operand(node.children[0], ATOM)}.T", ATOM
+        if kind in (ex.MatVec, ex.MatMul):
             p = _PRECEDENCE["@"]
             return f"{self._operand(node.children[0], p)} @ {self._operand(node.children[1], p + 1)}", p
         # the rest read as calls (sum(x), where(c, a, b), Normal(mu, s).logpdf(y)):

@@ -175,3 +175,14 @@ def test_comparisons_are_shown_as_python_reads_them():
     assert ExprPrinter()((a < b) < c) == "(a < b) < c"
     assert ExprPrinter()(a + 1 < b * 2) == "a + 1 < b * 2"
     assert ExprPrinter()(ld.where(a >= 0.5, a, -a)) == "where(a >= 0.5, a, -a)"
+
+
+def test_transposes_and_products_keep_their_parentheses():
+    m = ld.Model()
+    s = m.param("s", ld.HalfNormal(1), shape=2)
+    c = m.param("c", ld.LKJCholesky(2, 2.0))
+    m.deterministic("D", ld.diag_pre_multiply(s, c))
+    m.deterministic("E", (s * c + c).T)
+    m.deterministic("F", c @ c.T + c)
+    text = repr(m)
+    assert "D[2, 2] = (s * c.T).T" in text and "E[2, 2] = (s * c + c).T" in text and "F[2, 2] = c @ c.T + c" in text
