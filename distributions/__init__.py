@@ -26,6 +26,8 @@ from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .half_student_t import HalfStudentT
+from .hurdle_negative_binomial import HurdleNegativeBinomial
+from .hurdle_poisson import HurdlePoisson
 from .inverse_gamma import InverseGamma
 from .laplace import Laplace
 from .lkj_cholesky import LKJCholesky
@@ -49,14 +51,16 @@ from .truncated_normal import TruncatedNormal
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .zero_inflated_negative_binomial import ZeroInflatedNegativeBinomial
 from .zero_inflated_poisson import ZeroInflatedPoisson
 
 ALL = (
     Bernoulli, BernoulliLogit, Beta, BetaBinomial, Binomial, BinomialLogit, Cauchy,
     ChiSquared, Exponential, Gamma, Geometric, Gumbel, HalfCauchy, HalfNormal,
-    HalfStudentT, InverseGamma, Laplace, LogNormal, Logistic, NegativeBinomial,
-    NegativeBinomialLog, Normal, Pareto, Poisson, PoissonLog, Rayleigh, SkewNormal,
-    StudentT, TruncatedNormal, Uniform, VonMises, Weibull, ZeroInflatedPoisson,
+    HalfStudentT, HurdleNegativeBinomial, HurdlePoisson, InverseGamma, Laplace, LogNormal, Logistic,
+    NegativeBinomial, NegativeBinomialLog, Normal, Pareto, Poisson, PoissonLog, Rayleigh, SkewNormal,
+    StudentT, TruncatedNormal, Uniform, VonMises, Weibull, ZeroInflatedNegativeBinomial,
+    ZeroInflatedPoisson,
 )
 
 MULTIVARIATE = (

@@ -27,7 +27,7 @@ _MAX_COUNT = 2.5e305  # lgamma(x + 1) and x log(x) overflow just above: treated 
 
 
 @jitable
-def _outside(x, mu, phi, x_valid):
+def outside(x, mu, phi, x_valid):
     """Invalid parameters, x above _MAX_COUNT, or (unless ``x_valid``) x off the
     nonnegative integers.
 
@@ -42,7 +42,7 @@ def _outside(x, mu, phi, x_valid):
 @jitable
 def logpdf(x, mu, phi):
     """Normalized log mass; ``-inf`` off the nonnegative integers or for invalid parameters."""
-    if _outside(x, mu, phi, False):
+    if outside(x, mu, phi, False):
         return -math.inf
     # x log(mu / (mu + phi)) = -x log1p(phi / mu); phi log(phi / (mu + phi)) = -phi log1p(mu / phi)
     return (log_rising_factorial(phi, x) - math.lgamma(x + 1.0)
@@ -52,7 +52,7 @@ def logpdf(x, mu, phi):
 @kernel
 def logpdf_grad(x, mu, phi, keep, x_valid=False):
     """``(lp, d_x = 0, d_mu, d_phi)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
-    if _outside(x, mu, phi, x_valid):
+    if outside(x, mu, phi, x_valid):
         return -math.inf, 0.0, 0.0, 0.0
     # u = mu / (mu + phi) and w = phi / (mu + phi) = 1 - u, each from one
     # quotient that cannot overflow (mu + phi may).
@@ -80,14 +80,14 @@ def logpdf_grad(x, mu, phi, keep, x_valid=False):
         d_mu += x / mu * w
         d_phi -= x / (mu + phi)
     if keep[3]:
-        lp, d_mu, d_phi = _dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi)
+        lp, d_mu, d_phi = dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi)
     if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
         return -math.inf, 0.0, 0.0, 0.0
     return lp, 0.0, d_mu, d_phi
 
 
 @jitable
-def _dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi):
+def dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi):
     """Add -phi log1p(mu / phi) and its partials to ``(lp, d_mu, d_phi)``.
 
     d/dmu = -phi / (mu + phi) = -w. d/dphi = -log1p(mu/phi) + mu / (mu + phi):

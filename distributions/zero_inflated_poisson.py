@@ -37,7 +37,7 @@ def _zero_mass(x, zi, rate, x_valid):
 
 
 @jitable
-def _log_p0(zi, rate):
+def log_p0(zi, rate):
     """log(zi + (1 - zi) exp(-rate)), the log mass at 0.
 
     It is log1p(t) with t = (1 - zi) expm1(-rate) in (-1, 0], exact while
@@ -59,7 +59,7 @@ def logpdf(x, zi, rate):
     if _zero_mass(x, zi, rate, False):
         return -math.inf
     if x == 0.0:
-        return _log_p0(zi, rate)
+        return log_p0(zi, rate)
     return vmath.log1p(-zi) + x * vmath.log(rate) - rate - math.lgamma(x + 1.0)
 
 
@@ -78,7 +78,7 @@ def logpdf_grad(x, zi, rate, keep, x_valid=False):
         # -(1 - zi) exp(-rate) / p0 = -(1 - zi) exp(-rate - lp0), whose exponent
         # is <= -log(1 - zi). 1 / p0 overflows only for zi < 1e-308 and
         # rate > 709, where the true partial exceeds the float range: inf.
-        lp0 = _log_p0(zi, rate)
+        lp0 = log_p0(zi, rate)
         lp += lp0
         d_zi = -math.expm1(-rate) * vmath.exp(-lp0) if -lp0 <= LOG_FLOAT_MAX else math.inf
         d_rate = -(1.0 - zi) * vmath.exp(-rate - lp0)

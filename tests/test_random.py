@@ -65,6 +65,26 @@ def _tabulated(ref, n):
                    lambda q: np.searchsorted(cum, q).astype(float), ref.stats(moments="mvk"))
 
 
+def _from_pmf(pmf, n):
+    """The discrete law on 0..n with masses ``pmf(k)`` (zero-inflated and hurdle
+    counts, from scipy's pmfs): cdf, ppf and moments from the table."""
+    k = np.arange(n + 1)
+    mass = pmf(k)
+    cum = np.cumsum(mass)
+    mean = float(np.sum(k * mass))
+    var = float(np.sum((k - mean) ** 2 * mass))
+    return _Custom(lambda x: np.where(np.asarray(x) < 0, 0.0, cum[np.clip(np.floor(x), 0, n).astype(int)]),
+                   lambda q: np.searchsorted(cum, q).astype(float), (mean, var, np.nan))
+
+
+def _zinb(zi, mu, phi, n=2000):
+    return _from_pmf(lambda k: zi * (k == 0) + (1 - zi) * _nbinom(mu, phi).pmf(k), n)
+
+
+def _hurdle(psi, counts, n=2000):
+    return _from_pmf(lambda k: np.where(k == 0, 1 - psi, psi * counts.pmf(k) / counts.sf(0)), n)
+
+
 def _poisson_normal(rate):
     """Poisson(rate) for a huge rate as the normal with continuity correction (the
     skewness 1 / sqrt(rate) moves the cdf by ~1e-7 at 1e12), whose ppf scipy
@@ -159,6 +179,11 @@ DISCRETE = [
     (ld.BetaBinomial(1e6, 0.5, 0.5), _tabulated(stats.betabinom(10**6, 0.5, 0.5), 10**6)),
     (ld.ZeroInflatedPoisson(0.3, 4.0), _zip(0.3, 4.0)),
     (ld.ZeroInflatedPoisson(0.9, 1e4), _zip(0.9, 1e4)),
+    (ld.ZeroInflatedNegativeBinomial(0.3, 4.0, 2.0), _zinb(0.3, 4.0, 2.0)),
+    (ld.HurdlePoisson(0.6, 3.0), _hurdle(0.6, stats.poisson(3.0))),
+    (ld.HurdlePoisson(0.8, 0.05), _hurdle(0.8, stats.poisson(0.05))),
+    (ld.HurdleNegativeBinomial(0.7, 5.0, 1.5), _hurdle(0.7, _nbinom(5.0, 1.5))),
+    (ld.HurdleNegativeBinomial(0.5, 0.1, 0.01), _hurdle(0.5, _nbinom(0.1, 0.01), n=200000)),
 ]
 
 
