@@ -29,7 +29,7 @@ from .spec import Param, Spec, Summand
 from . import random
 from . import hurdle_poisson
 from . import negative_binomial
-from .special import SMALLEST_NORMAL, digamma_diff, log1mexp, log1p_ratio, log_rising_factorial
+from .special import SMALLEST_NORMAL, log1mexp, log1p_ratio
 
 
 @jitable
@@ -76,19 +76,8 @@ def logpdf_grad(x, psi, mu, phi, keep, x_valid=False):
     # partials are its partials; see distributions.negative_binomial.
     u = 1.0 / (1.0 + phi / mu)  # mu / (mu + phi)
     w = 1.0 / (1.0 + mu / phi)  # phi / (mu + phi)
-    lp = 0.0
+    lp, d_mu, d_phi = negative_binomial.count_summands(x, mu, phi, w, keep)
     d_psi = 0.0
-    d_mu = 0.0
-    d_phi = 0.0
-    if keep[0]:
-        lp -= math.lgamma(x + 1.0)
-    if keep[1]:
-        lp += log_rising_factorial(phi, x)
-        d_phi += digamma_diff(phi, x)
-    if keep[2]:
-        lp -= x * log1p_ratio(phi, mu)
-        d_mu += x / mu * w
-        d_phi -= x / (mu + phi)
     if keep[3] and x == 0.0:
         lp += vmath.log1p(-psi)
         d_psi = -1.0 / (1.0 - psi)

@@ -50,6 +50,28 @@ def logpdf(x, mu, phi):
 
 
 @kernel
+def count_summands(x, mu, phi, w, keep):
+    """``(lp, d_mu, d_phi)`` of summands 0-2, the terms in x (all 0 at x = 0), as
+    ``keep`` selects; w = phi / (mu + phi). Shared by the zero-inflated and
+    hurdle forms, whose other summands differ."""
+    lp = 0.0
+    d_mu = 0.0
+    d_phi = 0.0
+    if keep[0]:
+        lp -= math.lgamma(x + 1.0)
+    if keep[1]:
+        lp += log_rising_factorial(phi, x)
+        d_phi += digamma_diff(phi, x)
+    if keep[2]:
+        # d/dmu -x log1p(phi/mu) = x phi / (mu (mu + phi)) = (x / mu) w;
+        # d/dphi = -x / (mu + phi) (0 if mu + phi overflows, as it should).
+        lp -= x * log1p_ratio(phi, mu)
+        d_mu += x / mu * w
+        d_phi -= x / (mu + phi)
+    return lp, d_mu, d_phi
+
+
+@kernel
 def logpdf_grad(x, mu, phi, keep, x_valid=False):
     """``(lp, d_x = 0, d_mu, d_phi)``; see ``distributions.spec`` for ``keep`` and ``x_valid``."""
     if outside(x, mu, phi, x_valid):
@@ -65,20 +87,7 @@ def logpdf_grad(x, mu, phi, keep, x_valid=False):
     # Each is exact to rounding, even at phi = 1e12. The first two cancel: the
     # total is -((x - mu)^2 - x) / (2 phi^2) + O(phi^-3). Kept as separate
     # summands, it has an absolute error ~eps x / phi (~1e-27 at phi = 1e12).
-    lp = 0.0
-    d_mu = 0.0
-    d_phi = 0.0
-    if keep[0]:
-        lp -= math.lgamma(x + 1.0)
-    if keep[1]:
-        lp += log_rising_factorial(phi, x)
-        d_phi += digamma_diff(phi, x)
-    if keep[2]:
-        # d/dmu -x log1p(phi/mu) = x phi / (mu (mu + phi)) = (x / mu) w;
-        # d/dphi = -x / (mu + phi) (0 if mu + phi overflows, as it should).
-        lp -= x * log1p_ratio(phi, mu)
-        d_mu += x / mu * w
-        d_phi -= x / (mu + phi)
+    lp, d_mu, d_phi = count_summands(x, mu, phi, w, keep)
     if keep[3]:
         lp, d_mu, d_phi = dispersion_summand(mu, phi, u, w, lp, d_mu, d_phi)
     if lp == -math.inf:  # a summand overflowed (huge counts or parameters)

@@ -27,7 +27,7 @@ from .spec import Param, Spec, Summand
 from . import random
 from . import negative_binomial
 from . import zero_inflated_poisson
-from .special import LOG_FLOAT_MAX, digamma_diff, log1p_ratio, log_rising_factorial
+from .special import LOG_FLOAT_MAX, log1p_ratio
 
 
 @jitable
@@ -71,19 +71,8 @@ def logpdf_grad(x, zi, mu, phi, keep, x_valid=False):
     # partials are its partials; see distributions.negative_binomial.
     u = 1.0 / (1.0 + phi / mu)  # mu / (mu + phi)
     w = 1.0 / (1.0 + mu / phi)  # phi / (mu + phi)
-    lp = 0.0
+    lp, d_mu, d_phi = negative_binomial.count_summands(x, mu, phi, w, keep)
     d_zi = 0.0
-    d_mu = 0.0
-    d_phi = 0.0
-    if keep[0]:
-        lp -= math.lgamma(x + 1.0)
-    if keep[1]:
-        lp += log_rising_factorial(phi, x)
-        d_phi += digamma_diff(phi, x)
-    if keep[2]:
-        lp -= x * log1p_ratio(phi, mu)
-        d_mu += x / mu * w
-        d_phi -= x / (mu + phi)
     if keep[3]:
         lp, d_zi, d_mu, d_phi = _mixture_summand(x, zi, mu, phi, u, w, lp, d_mu, d_phi)
     if lp == -math.inf:  # a summand overflowed (huge counts or parameters)
