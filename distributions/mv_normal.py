@@ -64,6 +64,29 @@ def logpdf(x, loc, scale_tril):
 
 
 @kernel
+def add_quadratic_partials(scale_tril, z, w, f, d_x, d_loc, d_scale_tril):
+    """Add f times the partials of -|z|^2 / 2 in x, loc and L (L z = x - loc):
+    -f w, f w and f w_i z_j, with w = L^-T z by back substitution into ``w``.
+    MvNormal's with f = 1; MvStudentT's with its weight (nu + d) / (nu + |z|^2)."""
+    d = z.size
+    for i in range(d - 1, -1, -1):
+        acc = z[i]
+        for j in range(i + 1, d):
+            acc -= scale_tril[j, i] * w[j]
+        w[i] = acc / scale_tril[i, i]
+    if d_x is not None:
+        for i in range(d):
+            d_x[i] -= f * w[i]
+    if d_loc is not None:
+        for i in range(d):
+            d_loc[i] += f * w[i]
+    if d_scale_tril is not None:
+        for i in range(d):
+            for j in range(i + 1):
+                d_scale_tril[i, j] += f * w[i] * z[j]
+
+
+@kernel
 def logpdf_grad(x, loc, scale_tril, keep, work, d_x, d_loc, d_scale_tril):
     """Log density of one event; partials added into ``d_*`` (see ``distributions.spec``)."""
     d = x.size
@@ -77,21 +100,7 @@ def logpdf_grad(x, loc, scale_tril, keep, work, d_x, d_loc, d_scale_tril):
     if keep[0]:
         lp -= 0.5 * sq
         if d_x is not None or d_loc is not None or d_scale_tril is not None:
-            for i in range(d - 1, -1, -1):  # w = L^-T z, back substitution
-                acc = z[i]
-                for j in range(i + 1, d):
-                    acc -= scale_tril[j, i] * w[j]
-                w[i] = acc / scale_tril[i, i]
-            if d_x is not None:
-                for i in range(d):
-                    d_x[i] -= w[i]
-            if d_loc is not None:
-                for i in range(d):
-                    d_loc[i] += w[i]
-            if d_scale_tril is not None:
-                for i in range(d):
-                    for j in range(i + 1):
-                        d_scale_tril[i, j] += w[i] * z[j]
+            add_quadratic_partials(scale_tril, z, w, 1.0, d_x, d_loc, d_scale_tril)
     if keep[1]:
         for i in range(d):
             lp -= vmath.log(scale_tril[i, i])

@@ -28,7 +28,7 @@ from . import random, vmath
 from .constraints import positive, real
 from .jit import jitable, kernel
 from .multivariate import MultivariateDistribution
-from .mv_normal import check_scale_tril, diagonal_ok, solve_lower
+from .mv_normal import add_quadratic_partials, check_scale_tril, diagonal_ok, solve_lower
 from .spec import Param, Spec, Summand
 from .special import (LOG_SQRT_PI, SMALLEST_NORMAL, half_step_digamma_excess, log1p_square,
                       log_rising_factorial)
@@ -94,28 +94,6 @@ def logpdf(x, df, loc, scale_tril):
 
 
 @kernel
-def _add_quadratic_partials(scale_tril, z, w, f, d_x, d_loc, d_scale_tril):
-    """The partials of -(nu + d)/2 log(1 + |z|^2/nu) in x, loc and L: MvNormal's,
-    weighted by f; w = L^-T z by back substitution into ``w``."""
-    d = z.size
-    for i in range(d - 1, -1, -1):
-        acc = z[i]
-        for j in range(i + 1, d):
-            acc -= scale_tril[j, i] * w[j]
-        w[i] = acc / scale_tril[i, i]
-    if d_x is not None:
-        for i in range(d):
-            d_x[i] -= f * w[i]
-    if d_loc is not None:
-        for i in range(d):
-            d_loc[i] += f * w[i]
-    if d_scale_tril is not None:
-        for i in range(d):
-            for j in range(i + 1):
-                d_scale_tril[i, j] += f * w[i] * z[j]
-
-
-@kernel
 def logpdf_grad(x, df, loc, scale_tril, keep, work, d_x, d_df, d_loc, d_scale_tril):
     """Log density of one event; partials added into ``d_*`` (see ``distributions.spec``)."""
     d = x.size
@@ -132,7 +110,7 @@ def logpdf_grad(x, df, loc, scale_tril, keep, work, d_x, d_df, d_loc, d_scale_tr
         lp -= 0.5 * (df + d) * log1p_t2
         if d_x is not None or d_loc is not None or d_scale_tril is not None:
             # f = (nu + d) / (nu + |z|^2); 0 where |z|^2 overflowed (the partials underflow)
-            _add_quadratic_partials(scale_tril, z, w, (df + d) / (df + sq), d_x, d_loc, d_scale_tril)
+            add_quadratic_partials(scale_tril, z, w, (df + d) / (df + sq), d_x, d_loc, d_scale_tril)
         if d_df is not None:
             d_df[0] += 0.5 * d * (ratio / df) - 0.5 * log1p_minus_ratio(t, log1p_t2, ratio)
     if keep[1]:
