@@ -3,14 +3,16 @@
 A constraint is data, not code: the public API validates numbers against it,
 the engine picks an unconstraining transform from it, and the tests draw
 points from it. Bounds are numbers or the name of another argument of the
-same distribution (``Uniform``'s value lies in ``interval("lower", "upper")``).
+same distribution (``Uniform``'s value lies in ``interval("lower", "upper")``);
+a parameter's bounds may also be model expressions (``interval(0, 1 - alpha1)``,
+``logdens.bounds``).
 """
 
 from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
-Bound = Union[float, str, None]
+Bound = Union[float, str, None, object]  # object: a model expression (logdens.bounds)
 
 
 class Constraint(NamedTuple):
@@ -22,9 +24,11 @@ class Constraint(NamedTuple):
         One of ``real``, ``positive``, ``nonnegative``, ``greater_than``,
         ``less_than``, ``interval``, ``unit_interval``, ``nonnegative_integer``,
         ``integer_interval``, ``simplex``, ``ordered``, ``positive_ordered``,
-        ``cholesky_corr``, ``cholesky_cov``, ``sum_to_zero``, ``unit_vector``.
-    lower, upper : float, str or None
-        Bounds; a string names another argument whose value is the bound.
+        ``cholesky_corr``, ``cholesky_cov``, ``corr_matrix``, ``cov_matrix``,
+        ``sum_to_zero``, ``unit_vector``.
+    lower, upper : float, str, expression or None
+        Bounds; a string names another argument whose value is the bound, an
+        expression of a model's parameters bounds a parameter.
     lower_closed, upper_closed : bool
         Whether the bound itself belongs to the set.
     integer : bool
@@ -107,7 +111,9 @@ def describe(constraint):
 
 
 def _fmt(bound):
-    return bound if isinstance(bound, str) else repr(float(bound))
+    if isinstance(bound, str):
+        return bound
+    return bound.label() if hasattr(bound, "label") else repr(float(bound))
 
 
 def resolve_bounds(constraint, arguments):

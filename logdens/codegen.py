@@ -546,7 +546,7 @@ class Lowering:
         self.running = {}  # id(cumsum node) -> its workspace of running sums, this term's
         self.row_events = self.per_row and any(
             self.layout.params[name].transform.event for name in term.params_read())
-        if self.assign_first and not (self.per_row or chunked):
+        if self.assign_first and not (self.per_row or chunked or term.kind == "jacobian"):  # it may not run
             self.assigning = self._row_only_params(term) - self.touched
             if self.grid:  # rows of other terms run at the same time: only what no other term reads
                 self.assigning = {name for name in self.assigning if self.layout.params[name].transform.identity

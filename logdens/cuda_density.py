@@ -124,12 +124,12 @@ class CudaLogDensity(LogDensity):
         if gradient:
             if kern.PREPARE[True]:
                 kern.prepare[grid, threads](thetas, b.grads, b.sums, jacobian, *b.workspaces)
-            kern.terms[grid, threads](thetas, b.grads, b.sums, self._fdata, self._idata, *b.workspaces)
+            kern.terms[grid, threads](thetas, b.grads, b.sums, jacobian, self._fdata, self._idata, *b.workspaces)
             kern.finish[points](thetas, b.grads, b.sums, b.lps, jacobian, *b.workspaces)
         else:
             if kern.PREPARE[False]:
                 kern.prepare_value[grid, threads](thetas, b.sums, jacobian, *b.workspaces)
-            kern.terms_value[grid, threads](thetas, b.sums, self._fdata, self._idata, *b.workspaces)
+            kern.terms_value[grid, threads](thetas, b.sums, jacobian, self._fdata, self._idata, *b.workspaces)
             kern.finish_value[points](thetas, b.sums, b.lps, jacobian, *b.workspaces)
         return b
 

@@ -154,7 +154,7 @@ def _terms_kernel(model, layout, gradient):
             + target.end_lines())
     name = "terms" if gradient else "terms_value"
     outputs = "thetas, grads, sums" if gradient else "thetas, sums"
-    kernel = _kernel(f"def {name}({', '.join([outputs, 'fdata, idata'] + args)}):", body)
+    kernel = _kernel(f"def {name}({', '.join([outputs, 'jacobian, fdata, idata'] + args)}):", body)
     return kernel, lowering.assigned
 
 

@@ -23,6 +23,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.sparse
 
+from logdens import bounds
 from logdens import dims as dimensions
 from logdens import expr as ex
 from logdens.distributions.constraints import EVENT_CONSTRAINTS, contains, describe
@@ -416,8 +417,10 @@ class LogDensity:
 
     def _params(self, theta):
         theta = _vector(theta, self.dim)
-        return {p.name: np.reshape(p.transform.forward(theta[p.offset:p.offset + p.size]), p.shape)
-                for p in self.layout.params.values()}
+        params = {p.name: np.reshape(p.transform.forward(theta[p.offset:p.offset + p.size]), p.shape)
+                  for p in self.layout.params.values()}
+        values = bounds.constrained(self.model, {**self._arrays, **params})
+        return {name: values[name] for name in params}
 
     def _deterministics(self, theta, params=None):
         values = {**self._arrays, **(params if params is not None else self._params(theta))}
@@ -435,7 +438,8 @@ class LogDensity:
             else:
                 params[p.name] = p.transform.forward(block).reshape((n,) + p.shape)
         batched = {k: (v[:, None] if v.ndim == 1 else v) for k, v in params.items()}  # scalars as (n, 1)
-        values = {**self._arrays, **batched}
+        values = bounds.constrained(self.model, {**self._arrays, **batched}, batch=True)
+        params = {name: values[name].reshape((n,) + np.shape(x)[1:]) for name, x in params.items()}
         for name, e in self.model.deterministics.items():
             out = np.asarray(evaluate(e, values, batch=True))
             params[name] = np.broadcast_to(out, (n,) + e.shape if e.shape else (n, 1)).reshape((n,) + e.shape)
@@ -465,7 +469,11 @@ class LogDensity:
             if p.name not in values:
                 raise KeyError(f"unconstrain: missing parameter {p.name!r}")
             x = np.broadcast_to(_real(values[p.name], f"unconstrain: {p.name!r}"), p.shape)
-            _check_support(p.name, x, self.model.params[p.name].constraint)
+            constraint = self.model.params[p.name].constraint
+            if bounds.has_expression(constraint):  # its raw value (logdens.bounds)
+                x = bounds.raw(p.name, constraint, x, {**self._arrays, **values})
+                constraint = bounds.raw_constraint(constraint)
+            _check_support(p.name, x, constraint)
             theta[p.offset:p.offset + p.size] = np.ravel(p.transform.inverse(x))
         return theta
 

@@ -100,8 +100,7 @@ def payload(model):
     A model's source is generated here (pure Python, no numba compilation);
     a ``LogDensity`` gives its own, with its current data and coords.
     """
-    from logdens.engine import generate_source
-    from logdens.layout import Layout
+    from logdens.engine import generate_source, lower
     if isinstance(model, LogDensity):
         data = dict(model.data())
         if model.coords():
@@ -111,7 +110,7 @@ def payload(model):
         raise TypeError(f"expected an ld.Model or a compiled LogDensity, got {type(model).__name__}; "
                         "external log densities cannot be rebuilt on a worker")
     snapshot = model.snapshot()
-    source = generate_source(snapshot, Layout(snapshot))
+    source = generate_source(*lower(snapshot))
     return ModelPayload(snapshot, source, cache.key(source), {})
 
 
@@ -122,12 +121,11 @@ def load(payload, cache_dir=None):
     driver's key matches this process's key of the source; otherwise the
     model is compiled here from scratch.
     """
-    from logdens.engine import compile_model
-    from logdens.layout import Layout
+    from logdens.engine import compile_model, lower
     with _LOAD_LOCK:  # one numba compilation per module, even with threads per worker
         if cache.key(payload.source) == payload.key:
             module = cache.load(payload.source, cache_dir)
-            density = LogDensity(payload.model, Layout(payload.model), module, payload.source)
+            density = LogDensity(payload.model, lower(payload.model)[1], module, payload.source)
         else:
             density = compile_model(payload.model, cache_dir=cache_dir)
     if payload.data:

@@ -51,7 +51,7 @@ never the user's name itself (see ``logdens.layout``).
 import types
 
 from logdens.distributions.jit import FASTMATH
-from logdens import cache, rules
+from logdens import bounds, cache, rules
 from logdens.codegen import Lowering
 from logdens.lines import indent, tidy
 from logdens.targets import grad_target
@@ -158,11 +158,13 @@ def dropped_keep(term):
 
 def term_lines(lowering, model, mode="lp", only=None, keep=_keep):
     """Lines of the terms (or of the one term ``only``) with the summands ``keep(term)``
-    selects; a term for which it is None is left out."""
+    selects; a term for which it is None is left out, and a log-Jacobian term
+    (``logdens.bounds``) runs only with the Jacobian."""
     lines = []
     for term in model.terms:
         if (only is None or term is only) and keep(term) is not None:
-            lines += lowering.term(term, keep(term), mode)
+            code = lowering.term(term, keep(term), mode)
+            lines += ["if jacobian:"] + indent(code) if term.kind == "jacobian" else code
     return lines
 
 
@@ -362,8 +364,8 @@ def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=T
     see ``generate_source``.
     """
     from logdens.density import LogDensity
-    layout = Layout(model)
-    source = generate_source(model, layout, blocks)
+    lowered, layout = lower(model)
+    source = generate_source(lowered, layout, blocks)
     if backend == "python":
         return LogDensity(model, layout, python_twin(source), source, parallel)
     if backend not in ("cpu", "cuda"):
@@ -371,13 +373,20 @@ def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=T
     module = cache.load(source, cache_dir)
     if backend == "cpu":
         return LogDensity(model, layout, module, source, parallel)
-    return _cuda_density(model, layout, module, source, cache_dir)
+    return _cuda_density(model, lowered, layout, module, source, cache_dir)
 
 
-def _cuda_density(model, layout, module, source, cache_dir):
+def lower(model):
+    """``(the model the generated code computes, its layout)``: ``model`` with
+    parameters of expression bounds rewritten (``logdens.bounds.rewrite``)."""
+    lowered = bounds.rewrite(model)
+    return lowered, Layout(lowered)
+
+
+def _cuda_density(model, lowered, layout, module, source, cache_dir):
     """A ``CudaLogDensity`` (``logdens.cuda_density``), or a clear error without a device."""
     from logdens.cuda_source import generate_cuda_source
-    kernel_source = generate_cuda_source(model, layout)
+    kernel_source = generate_cuda_source(lowered, layout)
     try:
         from numba import cuda
         available = cuda.is_available()

@@ -38,8 +38,8 @@ def _import_graphviz():
 def variables(model):
     """``(name, kind, label, shape, parents)`` of every node, in model order."""
     determ = {id(e): name for name, e in model.deterministics.items()}
-    priors = {t.name: t for t in model.terms if t.kind == "prior"}
-    observed = {t.name: t for t in model.terms if t.kind == "observe"}
+    priors = {t.name: t for t in model.terms if t.kind == "prior" or (t.kind == "potential" and t.mixture)}
+    observed = {t.name: t for t in model.terms if t.kind == "observe" or (t.kind == "likelihood" and t.mixture)}
     names = [*model.params, *model.data_nodes, *model.deterministics, *(t.name for t in model.terms)]
     order = {name: k for k, name in reversed(list(enumerate(names)))}  # first position of each
 
@@ -63,20 +63,32 @@ def variables(model):
     out = []
     for name, node in model.params.items():
         term = priors.get(name)
-        label = term.dist.spec.name if term else "Flat"
-        out.append((name, "param", label, node.shape, parents(term.args[1:] if term else (), name)))
+        bounds = [b for b in (node.constraint.lower, node.constraint.upper) if isinstance(b, ex.Expr)]
+        out.append((name, "param", _label(term) if term else "Flat", node.shape,
+                    parents([*(_arguments(term) if term else ()), *bounds], name)))
     for name, node in model.data_nodes.items():
         if name not in observed:
             out.append((name, "data", "Data", node.shape, []))
     for name, e in model.deterministics.items():
         out.append((name, "deterministic", "Deterministic", e.shape, parents([e], own_node=e)))
     for term in model.terms:
-        if term.kind == "observe":
-            out.append((term.name, "observed", term.dist.spec.name, term.value.shape,
-                        parents(term.args, term.name)))
-        elif term.kind in ("potential", "likelihood"):
+        if term.name in observed:
+            shape = (term.mixture.x if term.mixture else term.value).shape
+            out.append((term.name, "observed", _label(term), shape, parents(term.args, term.name)))
+        elif term.kind in ("potential", "likelihood") and term.name not in priors:
             out.append((term.name, "potential", "Potential", (), parents([term.value], term.name)))
     return out
+
+
+def _label(term):
+    """A prior's or observed term's distribution: ``Normal``, ``Mixture``."""
+    return "Mixture" if term.mixture else term.dist.spec.name
+
+
+def _arguments(term):
+    """The expressions a prior reads besides its parameter (a Mixture's log density
+    reads the parameter too; ``parents`` leaves it out)."""
+    return term.args if term.mixture else term.args[1:]
 
 
 def plate_label(shape, dims):

@@ -11,6 +11,7 @@ from typing import NamedTuple, Optional, Tuple
 import numpy as np
 
 from logdens.distributions.frozen import Distribution
+from logdens import bounds
 from logdens import dims as dimensions
 from logdens import transforms
 from logdens.expr import Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
@@ -152,6 +153,11 @@ class Model:
             constraint = prior.spec.support if prior is not None else transforms.c.real
             if prior is not None:
                 constraint = _resolve_support(constraint, prior, name)
+        if bounds.has_expression(constraint):
+            for bound in (constraint.lower, constraint.upper):
+                if isinstance(bound, Expr):
+                    self._check_own(bound, f"{what}: its bound")
+            bounds.check(constraint, shape, what)
         self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
         if self.transforms[name].event:
             self.transforms[name].check_shape(shape, what)
@@ -326,13 +332,13 @@ def _checked_shape(shape, name):
 
 
 def _resolve_support(support, prior, name):
-    """The prior's support with bounds that name its own parameters replaced by numbers."""
+    """The prior's support with bounds that name its own arguments replaced by
+    their values: numbers, or expressions (``logdens.bounds``)."""
     def resolve(bound):
         if not isinstance(bound, str):
             return bound
         value = prior.params[bound]
-        if not isinstance(value, np.ndarray) or value.ndim != 0:
-            raise ModelError(f"parameter {name!r}: the support of its prior {prior.spec.name} depends on "
-                             f"{bound!r}, which must then be a number; give an explicit constraint")
-        return float(value)
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            return float(value)
+        return as_expr(value)
     return support._replace(lower=resolve(support.lower), upper=resolve(support.upper))

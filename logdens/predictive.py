@@ -37,7 +37,7 @@ from logdens.distributions import random
 from logdens.distributions.constraints import contains, resolve_bounds
 from logdens.distributions.frozen import InvalidArgumentError
 from logdens.evaluate import evaluate
-from logdens.expr import ModelError, as_expr
+from logdens.expr import Expr, ModelError, as_expr
 from logdens.layout import Layout
 from logdens.mixture import Mixture
 from logdens.model import Model
@@ -157,20 +157,33 @@ def _mixture(term, values, n, shape, what):
     return _distribution(term, {"weights": weights, "components": components}, what, Mixture)
 
 
-def _check_cut(term, param, arguments, what):
+def _check_cut(term, param, constraint, arguments, what):
     """Refuse a constraint that cuts into the prior's support where the cut's
     mass depends on other parameters (see the module docstring)."""
     support = term.dist.spec.support
     lower, upper = resolve_bounds(support, arguments)
-    c_lower, c_upper = resolve_bounds(param.constraint, {})
+    c_lower, c_upper = resolve_bounds(constraint, {})
     inside = np.all(lower >= c_lower) and np.all(upper <= c_upper)
-    if not inside and any(a.depends_on_params() for a in term.args[1:]):
+    moving = [a for a in (*term.args[1:], param.constraint.lower, param.constraint.upper)
+              if isinstance(a, Expr) and a.depends_on_params()]
+    if not inside and moving:
         raise ModelError(
             f"{what}: parameter {param.name!r}: its constraint {param.constraint!r} cuts into the "
-            f"support of its prior {term.dist.spec.name}, whose arguments depend on other "
-            "parameters: the model's density is then not the prior truncated per draw, and "
+            f"support of its prior {term.dist.spec.name}, and the prior's mass inside it depends on "
+            "other parameters: the model's density is then not the prior truncated per draw, and "
             "cannot be drawn from by ancestral sampling; give it a prior with that support "
-            "(e.g. HalfNormal, TruncatedNormal)")
+            "(e.g. HalfNormal, TruncatedNormal, Uniform(0, 1 - alpha))")
+
+
+def _at_draws_bounds(constraint, values, n, shape):
+    """``constraint`` with its expression bounds (``logdens.bounds``) valued at the
+    ``n`` draws, broadcasting against (n, *shape)."""
+    def value(bound):
+        if not isinstance(bound, Expr):
+            return bound
+        a = _at_draws(bound, values, n)
+        return a.reshape((n,) + (1,) * (len(shape) + 1 - a.ndim) + a.shape[1:])
+    return constraint._replace(lower=value(constraint.lower), upper=value(constraint.upper))
 
 
 def _redraw_outside(dist, x, inside, state, what):
@@ -194,7 +207,8 @@ def _draw_parameter(term, param, values, n, state, what):
                              "Mixture prior; it cannot be drawn from")
         return _mixture(term, values, n, param.shape, what).draw(state, (n,) + param.shape)
     arguments = _arguments(term, values, n, param.shape)
-    _check_cut(term, param, arguments, what)
+    constraint = _at_draws_bounds(param.constraint, values, n, param.shape)
+    _check_cut(term, param, constraint, arguments, what)
     dist = _distribution(term, arguments, what)
     x = dist.draw(state, _draw_shape(term, n, param.shape))
     kind = param.constraint.name
@@ -214,7 +228,7 @@ def _draw_parameter(term, param, values, n, state, what):
         if kind == "positive_ordered":
             _redraw_outside(dist, x, lambda v: v > 0.0, state, where)
         return np.sort(x, axis=-1)
-    return _redraw_outside(dist, x, lambda v: contains(param.constraint, v), state, where)
+    return _redraw_outside(dist, x, lambda v: contains(constraint, v), state, where)
 
 
 def _batched_values(source, params, n):

@@ -155,15 +155,19 @@ def _slice(node):
     return f"{start}:{stop}{step}"
 
 
-def constraint_text(constraint):
-    """``real``, ``positive``, ``interval(0, 1)``, ``greater_than(2)``, ``simplex``."""
+def constraint_text(constraint, printer):
+    """``real``, ``positive``, ``interval(0, 1)``, ``greater_than(2)``, ``simplex``;
+    ``interval(0, 1 - alpha)`` where a bound is an expression (``printer``'s text)."""
     c = constraint
+
+    def bound(value):
+        return printer(value) if isinstance(value, ex.Expr) else number(value)
     if c.name == "interval":
-        return f"interval({number(c.lower)}, {number(c.upper)})"
+        return f"interval({bound(c.lower)}, {bound(c.upper)})"
     if c.name == "greater_than":
-        return f"greater_than({number(c.lower)})"
+        return f"greater_than({bound(c.lower)})"
     if c.name == "less_than":
-        return f"less_than({number(c.upper)})"
+        return f"less_than({bound(c.upper)})"
     return c.name
 
 
@@ -196,7 +200,7 @@ def rows(model, shapes=None):
     for name, node in model.params.items():
         term = priors.get(name)
         out.append((name, node.shape, "~", distribution(term) if term else "flat",
-                    notes(name, constraint_text(node.constraint))))
+                    notes(name, constraint_text(node.constraint, printer))))
     for name, node in model.data_nodes.items():
         if name not in observed:
             dtype = "int" if node.integer else "real"

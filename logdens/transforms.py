@@ -20,6 +20,7 @@ maps to ``exp(LOG_FLOOR)``.
 import numpy as np
 from scipy import special as sp
 
+from logdens import bounds
 from logdens.distributions import constraints as c
 from logdens.event_transforms import LOG_FLOOR, for_event_constraint
 from logdens.expr import ModelError
@@ -158,14 +159,17 @@ def _number(bound, what):
 def for_constraint(constraint, what):
     """The transform that maps the real line onto ``constraint``.
 
-    ``what`` names the parameter in errors (bounds that are expressions or
-    infinite, integer supports and event constraints are rejected here).
+    ``what`` names the parameter in errors (infinite bounds and integer
+    supports are rejected here). Bounds that are expressions give the raw
+    value's transform (``logdens.bounds``).
     """
     if constraint.integer:
         raise ModelError(f"{what}: a parameter cannot be discrete ({constraint!r}); "
                          "marginalize it out or observe it")
     if constraint.name in c.EVENT_CONSTRAINTS:
         return for_event_constraint(constraint.name)
+    if bounds.has_expression(constraint):
+        constraint = bounds.raw_constraint(constraint)
     lower, upper = constraint.lower, constraint.upper
     if lower is None and upper is None:
         return Identity()

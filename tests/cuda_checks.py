@@ -81,6 +81,17 @@ def outside_support():
     return m, np.array(-0.5)
 
 
+def expression_bounds():
+    """Bounds that are expressions of other parameters (``logdens.bounds``): the
+    log-Jacobian term runs only with the Jacobian."""
+    m = ld.Model()
+    a = m.param("a", ld.Uniform(0, 1))
+    b = m.param("b", ld.Uniform(0, 1 - a))
+    c = m.param("c", ld.Normal(0, 1), shape=3, constraint=ld.greater_than(b))
+    m.observe("y", ld.Normal(a + b + c[m.data("k", RNG.integers(0, 3, N))], 0.5), RNG.normal(size=N))
+    return m, RNG.normal(size=5)
+
+
 def random_model(seed):
     """A random expression of parameters and data (the operators of test_codegen)."""
     def case():
@@ -109,7 +120,7 @@ CASES = {
     "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
     "hierarchical": _engine(hierarchical, groups=5), "transforms": transforms,
     "repeated_indices": repeated_indices, "reductions": reductions, "scalars": scalars,
-    "outside_support": outside_support, **{f"random_{k}": random_model(k) for k in range(4)},
+    "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
 }
 
 

@@ -83,7 +83,7 @@ def test_a_cut_that_depends_on_a_parameter_is_refused():
     mu = m.param("mu", ld.Normal(0, 1))
     m.param("s", ld.Normal(mu, 1.0), constraint=ld.positive)
     with pytest.raises(ModelError, match=r"parameter 's': its constraint .* cuts into the support "
-                                         r"of its prior Normal, whose arguments depend on other"):
+                                         r"of its prior Normal, and the prior.s mass inside it depends on other"):
         ld.sample_prior_predictive(m, draws=10, seed=0)
 
 

@@ -178,7 +178,7 @@ def test_the_multivariate_example_compiles_and_fits_its_data():
     """The Distributions section's multivariate snippet, on data of its shapes:
     it compiles, and its MAP correlation is near the data's."""
     import logdens as ld
-    (block,) = _python_blocks("Distributions")
+    block = _python_blocks("Distributions")[0]
     rng = np.random.default_rng(0)
     cov = np.array([[1.0, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 1.0]])
     namespace = {"ld": ld, "np": np, "Y": rng.multivariate_normal(np.zeros(3), cov, size=500),
@@ -188,3 +188,18 @@ def test_the_multivariate_example_compiles_and_fits_its_data():
     fit = ld.find_map(density)
     corr = fit.params["corr"] @ fit.params["corr"].T
     np.testing.assert_allclose(corr, np.corrcoef(namespace["Y"].T), atol=0.05)
+
+
+def test_the_bounds_example_keeps_its_bounds():
+    """The Distributions section's snippet of bounds that are expressions: prior
+    draws and the compiled density's constrained values respect them."""
+    import logdens as ld
+    block = _python_blocks("Distributions")[1]
+    namespace = {"ld": ld, "np": np}
+    exec(compile(block, "README.md", "exec"), namespace)
+    m = namespace["m"]
+    draws = ld.sample_prior_predictive(m, draws=200, seed=0).prior
+    a, b, g = (draws[k].values for k in ("alpha1", "beta1", "gamma"))
+    assert np.all((b > 0) & (b < 1 - a) & (g > b))
+    values = m.compile(backend="python").constrain(np.array([3.0, 3.0, -10.0]))
+    assert 0 < values["beta1"] < 1 - values["alpha1"] and values["gamma"] > values["beta1"]

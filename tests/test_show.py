@@ -186,3 +186,22 @@ def test_transposes_and_products_keep_their_parentheses():
     m.deterministic("F", c @ c.T + c)
     text = repr(m)
     assert "D[2, 2] = (s * c.T).T" in text and "E[2, 2] = (s * c + c).T" in text and "F[2, 2] = c @ c.T + c" in text
+
+
+def test_expression_bounds_and_mixtures_in_the_listing_and_graph():
+    """A bound that is an expression is printed as one and is an edge of the graph;
+    a Mixture prior and a Mixture observation are a parameter and an observed node."""
+    m = ld.Model()
+    a = m.param("a", ld.Uniform(0, 1))
+    m.param("b", constraint=ld.interval(0, 1 - a))
+    w = m.param("w", ld.Uniform(0, 1))
+    m.param("x", ld.Mixture([w, 1 - w], [ld.Normal(0, 1), ld.Normal(3, 1)]))
+    m.observe("y", ld.Mixture([0.5, 0.5], [ld.Normal(a, 1), ld.Normal(w, 1)]), np.zeros(4))
+    line = next(row for row in repr(m).splitlines() if row.startswith("  b "))
+    assert line.split() == ["b", "~", "flat", "interval(0,", "1", "-", "a)"]
+    pytest.importorskip("graphviz")
+    source = m.to_graphviz().source
+    for line in ("a -> b", "w -> x", "a -> y", "w -> y", 'x [label="x\n~\nMixture" shape=ellipse]',
+                 'y [label="y\n~\nMixture" fillcolor=lightgrey shape=ellipse style=filled]'):
+        assert line in source, line
+    assert source.count("->") == 4 and "Potential" not in source
