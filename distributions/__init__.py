@@ -31,6 +31,7 @@ from .hurdle_poisson import HurdlePoisson
 from .inverse_gamma import InverseGamma
 from .laplace import Laplace
 from .lkj_cholesky import LKJCholesky
+from .lkj_corr import LKJCorr
 from .mv_normal import MvNormal
 from .mv_student_t import MvStudentT
 from .log_normal import LogNormal
@@ -64,8 +65,8 @@ ALL = (
 )
 
 MULTIVARIATE = (
-    Categorical, CategoricalLogit, Dirichlet, DirichletMultinomial, LKJCholesky, Multinomial, MvNormal,
-    MvStudentT, OrderedLogistic, OrderedProbit,
+    Categorical, CategoricalLogit, Dirichlet, DirichletMultinomial, LKJCholesky, LKJCorr, Multinomial,
+    MvNormal, MvStudentT, OrderedLogistic, OrderedProbit,
 )
 
 __all__ = (["ALL", "MULTIVARIATE", "Distribution", "InvalidArgumentError"]

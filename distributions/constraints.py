@@ -8,7 +8,7 @@ a parameter's bounds may also be model expressions (``interval(0, 1 - alpha1)``,
 ``logdens.bounds``).
 """
 
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -82,13 +82,19 @@ cholesky_corr = Constraint("cholesky_corr", -1.0, 1.0, True, True)
 
 #: Lower-triangular with a positive diagonal: the Cholesky factor of a covariance matrix.
 cholesky_cov = Constraint("cholesky_cov")
+#: Symmetric positive definite with a unit diagonal: a correlation matrix (LKJCorr's support).
+#: No elementwise bounds: a diagonal of 1 + 2e-16 from rounding would fail [-1, 1], where
+#: the checks of the whole matrix (``LKJCorr``'s, ``unconstrain``'s) allow 1e-8.
+corr_matrix = Constraint("corr_matrix")
+#: Symmetric positive definite: a covariance matrix.
+cov_matrix = Constraint("cov_matrix")
 #: A vector whose entries sum to 0 (Stan's isometric transform).
 sum_to_zero = Constraint("sum_to_zero")
 #: A vector of length 1.
 unit_vector = Constraint("unit_vector", -1.0, 1.0, True, True)
 
 EVENT_CONSTRAINTS = ("simplex", "ordered", "positive_ordered", "cholesky_corr", "cholesky_cov",
-                     "sum_to_zero", "unit_vector")
+                     "corr_matrix", "cov_matrix", "sum_to_zero", "unit_vector")
 
 
 def describe(constraint):

@@ -68,7 +68,7 @@ def _valid(x, dim, concentration):
 
 
 @kernel
-def _log_constant(d, concentration):
+def log_constant(d, concentration):
     """log c_d(eta), one rising factorial per tree level of the C-vine."""
     lc = 0.0
     for k in range(1, d):
@@ -78,7 +78,7 @@ def _log_constant(d, concentration):
 
 
 @kernel
-def _dlog_constant(d, concentration):
+def dlog_constant(d, concentration):
     """d/deta log c_d(eta) = sum_k (d - k) (psi(b_k + 1/2) - psi(b_k))."""
     dc = 0.0
     for k in range(1, d):
@@ -92,7 +92,7 @@ def logpdf(x, dim, concentration):
     if not _valid(x, dim, concentration):
         return -math.inf
     d = x.shape[0]
-    lp = _log_constant(d, concentration)
+    lp = log_constant(d, concentration)
     for i in range(1, d):
         lp += (d - i - 1.0 + 2.0 * (concentration - 1.0)) * vmath.log(x[i, i])
     return lp
@@ -120,9 +120,9 @@ def logpdf_grad(x, dim, concentration, keep, work, d_x, d_dim, d_concentration):
     if d_concentration is not None:
         d_concentration[0] += 2.0 * sum_log  # 0 unless keep[1]
     if keep[2]:
-        lp += _log_constant(d, concentration)
+        lp += log_constant(d, concentration)
         if d_concentration is not None:
-            d_concentration[0] += _dlog_constant(d, concentration)
+            d_concentration[0] += dlog_constant(d, concentration)
     return lp
 
 
@@ -181,23 +181,25 @@ SPEC = Spec(
 )
 
 
-class LKJCholesky(MultivariateDistribution):
-    __doc__ = __doc__
-    spec = SPEC
+class LKJBase(MultivariateDistribution):
+    """What ``LKJCholesky`` and ``LKJCorr`` share: ``dim`` fixes the side of the
+    matrix, checked even when the concentration is a model expression."""
 
     def _validate_params(self):
         # dim fixes the value's shape, so it is checked even when eta is a model
         # expression (then the base class checks only the numeric parameters)
-        dim = self.params["dim"]
+        name, dim = self.spec.name, self.params["dim"]
+        if isinstance(dim, np.ndarray) and dim.size and np.all(dim == dim.flat[0]):
+            dim = self.params["dim"] = np.asarray(dim.flat[0])  # one side, repeated per draw (predictive)
         if not isinstance(dim, np.ndarray) or dim.ndim != 0:
-            raise InvalidArgumentError(f"LKJCholesky: dim={dim!r}, must be a single integer >= 1 "
+            raise InvalidArgumentError(f"{name}: dim={dim!r}, must be a single integer >= 1 "
                                        "(the matrix side)")
         super()._validate_params()
         if not dim >= 1:
-            raise InvalidArgumentError(f"LKJCholesky: dim={dim.item()!r}, must be >= 1 (the matrix side)")
+            raise InvalidArgumentError(f"{name}: dim={dim.item()!r}, must be >= 1 (the matrix side)")
 
     def event_shape(self):
-        """``(dim, dim)``: no parameter's shape fixes the side of the factor."""
+        """``(dim, dim)``: no parameter's shape fixes the side of the matrix."""
         d = int(self.params["dim"])
         return (d, d)
 
@@ -205,6 +207,11 @@ class LKJCholesky(MultivariateDistribution):
         batch, lengths, arrays = super()._events(x)
         d = int(self.params["dim"])
         if lengths["d"] != d:
-            raise InvalidArgumentError(f"LKJCholesky: x has events of shape ({lengths['d']}, "
+            raise InvalidArgumentError(f"{self.spec.name}: x has events of shape ({lengths['d']}, "
                                        f"{lengths['d']}) but dim={d}")
         return batch, lengths, arrays
+
+
+class LKJCholesky(LKJBase):
+    __doc__ = __doc__
+    spec = SPEC

@@ -8,12 +8,15 @@ sampler entry points.
 __version__ = "0.1.0"
 
 from logdens.distributions import *  # noqa: F401,F403  (every distribution class)
-from logdens.distributions.constraints import (cholesky_corr, cholesky_cov, greater_than,  # noqa: F401
-                                               interval, less_than, ordered, positive, positive_ordered,
-                                               real, simplex, sum_to_zero, unit_interval, unit_vector)
+from logdens.distributions.constraints import (cholesky_corr, cholesky_cov, corr_matrix,  # noqa: F401
+                                               cov_matrix, greater_than, interval, less_than, ordered,
+                                               positive, positive_ordered, real, simplex, sum_to_zero,
+                                               unit_interval, unit_vector)
 from logdens.expr import FUNCTIONS as _FUNCTIONS
 from logdens.expr import (ModelError, cumsum, diag_pre_multiply, dot, inv_logit,  # noqa: F401
                           log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
+from logdens import gp  # noqa: F401  (ld.gp.exp_quad, ...)
+from logdens.linalg import add_diag, cholesky  # noqa: F401
 from logdens.mixture import Mixture  # noqa: F401
 from logdens.model import Model  # noqa: F401
 

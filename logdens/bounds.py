@@ -93,11 +93,11 @@ def rewrite(model):
         old = model.params[name]
         raw = ex.Param(name, old.shape, raw_constraint(constraint))
         lowered.params[name] = raw
-        memo[id(old)] = (old, _substitute(position(constraint, raw), memo))  # its bounds may read earlier ones
+        memo[id(old)] = (old, ex.substitute(position(constraint, raw), memo))  # its bounds may read earlier ones
         if constraint.lower is not None and constraint.upper is not None:
             terms += _interval_terms(name, constraint, old.shape)
-    lowered.terms = tuple(term._replace(value=_substitute(term.value, memo),
-                                        args=tuple(_substitute(a, memo) for a in term.args)) for term in terms)
+    lowered.terms = tuple(term._replace(value=ex.substitute(term.value, memo),
+                                        args=tuple(ex.substitute(a, memo) for a in term.args)) for term in terms)
     return lowered
 
 
@@ -111,24 +111,6 @@ def _interval_terms(name, constraint, shape):
     empty = ex.sum(ex.FUNCTIONS["where"](stretch > 0.0, 0.0, -math.inf))
     return [make_term(f"_jacobian_{name}", "jacobian", None, log_width * copies if copies != 1 else log_width),
             make_term(f"_bounds_{name}", "potential", None, empty)]
-
-
-def _substitute(node, memo):
-    """``node`` with the nodes ``memo`` maps replaced (``id -> (node, replacement)``,
-    holding each node so that its id is not reused); shared subexpressions stay
-    shared. Replacements have the shape of what they replace, so a copied node
-    keeps its own."""
-    if id(node) in memo:
-        return memo[id(node)][1]
-    children = tuple(_substitute(child, memo) for child in node.children)
-    if all(new is old for new, old in zip(children, node.children)):
-        out = node
-    else:
-        out = object.__new__(type(node))
-        out.__dict__.update(node.__dict__)
-        out.children = children
-    memo[id(node)] = (node, out)
-    return out
 
 
 def constrained(model, values, batch=False):

@@ -8,7 +8,8 @@ the file, and numba finds its compiled functions beside it, in
 file name carries a hash of everything the generated code depends on: its
 source, every source of the ``distributions`` package (kernels inline helpers
 of other modules, and ``distributions.jit`` sets their flags),
-``logdens.event_transforms``, and the logdens, numba and Python versions.
+the kernel modules of ``logdens`` that generated code calls
+(``KERNEL_MODULES``), and the logdens, numba and Python versions.
 
 What runs is code, so the cache is guarded:
 
@@ -52,7 +53,10 @@ import numba
 
 import logdens
 from logdens.distributions import jit
-from logdens import event_transforms
+from logdens import event_transforms, gp, linalg_kernels
+
+#: The modules of numba kernels that generated code imports besides ``distributions``.
+KERNEL_MODULES = (event_transforms, gp, linalg_kernels)
 
 # Loaded modules by key: a model compiled twice in one process reuses them.
 _LOADED = {}
@@ -131,8 +135,9 @@ def key(source):
     versions = f"{logdens.__version__}|{numba.__version__}|{sys.version}"
     h.update(versions.encode())
     h.update(jit.SOURCES.encode())
-    with open(event_transforms.__file__, "rb") as f:
-        h.update(f.read())
+    for module in KERNEL_MODULES:
+        with open(module.__file__, "rb") as f:
+            h.update(f.read())
     return h.hexdigest()[:24]
 
 

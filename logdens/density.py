@@ -152,8 +152,38 @@ def _check_unit_vector(name, x):
                          "a unit vector has length 1")
 
 
+def _check_cov_matrix(name, x):
+    """A ValueError unless ``x`` is finite, symmetric (to ``SIMPLEX_TOLERANCE``
+    relative to its largest entry) and positive definite (numpy's Cholesky of
+    its symmetric part succeeds, as ``inverse`` needs)."""
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"unconstrain: parameter {_first_violation(name, x, np.isfinite(x))} is not finite")
+    gap = np.abs(x - x.T)
+    if not np.all(gap <= SIMPLEX_TOLERANCE * max(1.0, np.abs(x).max())):
+        i, j = np.unravel_index(int(np.argmax(gap)), x.shape)
+        raise ValueError(f"unconstrain: parameter {name}[{i}, {j}]={float(x[i, j])!r} but {name}[{j}, {i}]="
+                         f"{float(x[j, i])!r}: the matrix must be symmetric")
+    try:
+        np.linalg.cholesky(0.5 * (x + x.T))
+    except np.linalg.LinAlgError:
+        raise ValueError(f"unconstrain: parameter {name!r} is not positive definite (its smallest eigenvalue "
+                         f"is {float(np.linalg.eigvalsh(0.5 * (x + x.T))[0])!r}); a covariance or correlation "
+                         "matrix must be") from None
+
+
+def _check_corr_matrix(name, x):
+    """``_check_cov_matrix``, and a diagonal of 1 (to ``SIMPLEX_TOLERANCE``)."""
+    _check_cov_matrix(name, x)
+    gap = np.abs(np.diagonal(x) - 1.0)
+    if not np.all(gap <= SIMPLEX_TOLERANCE):
+        i = int(np.argmax(gap))
+        raise ValueError(f"unconstrain: parameter {name}[{i}, {i}]={float(x[i, i])!r}: the diagonal of a "
+                         "correlation matrix must be 1")
+
+
 #: The checks of constraints on whole values (``_check_support``).
 _WHOLE_CHECKS = {"cholesky_corr": _check_cholesky_corr, "cholesky_cov": _check_cholesky_cov,
+                 "corr_matrix": _check_corr_matrix, "cov_matrix": _check_cov_matrix,
                  "sum_to_zero": _check_sum_to_zero, "unit_vector": _check_unit_vector}
 
 

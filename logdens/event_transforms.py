@@ -1,5 +1,5 @@
 """Transforms of whole vectors and matrices: ordered, positive_ordered, simplex,
-sum_to_zero, unit_vector, cholesky_corr, cholesky_cov.
+sum_to_zero, unit_vector, cholesky_corr, cholesky_cov, corr_matrix, cov_matrix.
 
 Element k of the constrained vector depends on several unconstrained
 coordinates, so the engine materializes the vector once per call (``w``),
@@ -39,10 +39,12 @@ from scipy import special as sp
 
 from logdens.distributions import special, vmath
 from logdens.distributions.jit import fast_kernel, jitable
+from logdens.distributions.lkj_corr import gram_in_place
 from logdens.expr import ModelError
 
 #: Unconstrained coordinates below this are read as this by exp and logistic.
 LOG_FLOOR = -700.0
+LOG_2 = math.log(2.0)
 
 
 @jitable
@@ -209,6 +211,22 @@ def cholesky_corr_forward(theta, offset, w, d):
 
 
 @jitable
+def _corr_entry_reverse(u, s_next, a_s, a_l, jacobian):
+    """One step of the reverse sweep of a row of ``cholesky_corr_forward``, at the
+    entry j of coordinate ``u``: ``(d/du, s_j, adjoint of s_j, z_j)`` from s_{j+1},
+    its adjoint ``a_s``, the adjoint ``a_l`` of L_ij and the Jacobian's weight.
+
+    L_ij = z sqrt(s_j) and s_{j+1} = s_j e with e = 1 - z^2, de/du = -2 z e;
+    log|J| has log e and 0.5 log s_j.
+    """
+    z, e = math.tanh(u), vmath.exp(_log_sech2(u))
+    s = s_next / e
+    root = math.sqrt(s)
+    du = a_l * root * e - 2.0 * z * (jacobian + a_s * s_next)
+    return du, s, a_s * e + a_l * z * 0.5 / root + jacobian * 0.5 / s, z
+
+
+@jitable
 def cholesky_corr_reverse(theta, offset, w, aw, target, jacobian, d):
     """Reverse sweep of ``cholesky_corr_forward``, row by row from the last entry.
 
@@ -224,14 +242,8 @@ def cholesky_corr_reverse(theta, offset, w, aw, target, jacobian, d):
             s *= vmath.exp(_log_sech2(theta[k + j]))
         a_s = aw[i * d + i] * 0.5 / math.sqrt(s) if s > 0.0 else 0.0
         for j in range(i - 1, -1, -1):
-            u = theta[k + j]
-            z, e = math.tanh(u), vmath.exp(_log_sech2(u))
-            s_next = s
-            s = s_next / e
-            root = math.sqrt(s)
-            a_l = aw[i * d + j]
-            target[k + j] += a_l * root * e - 2.0 * z * (jacobian + a_s * s_next)
-            a_s = a_s * e + a_l * z * 0.5 / root + jacobian * 0.5 / s
+            du, s, a_s, _ = _corr_entry_reverse(theta[k + j], s, a_s, aw[i * d + j], jacobian)
+            target[k + j] += du
 
 
 @jitable
@@ -320,6 +332,127 @@ def cholesky_cov_reverse(theta, offset, w, aw, target, jacobian, d):
                     target[k] += aw[i * d + j] * dx
                 target[k] += jacobian
             k += 1
+
+
+@jitable
+def cov_matrix_forward(theta, offset, w, d):
+    """Stan's covariance matrix: d (d + 1) / 2 coordinates to L (``cholesky_cov_forward``,
+    its diagonal exp of its coordinates, floored) and the full symmetric
+    Sigma = L L^T in ``w``.
+
+    log|J| = sum_k u_kk (``cholesky_cov``) + d log 2 + sum_k (d - k) u_kk
+    (k from 0), where the second part is log|J| of L -> Sigma over the free
+    entries Sigma_ij, j <= i: ordered row by row, entry (i, j) of row i reads
+    L_ik for k <= j only, and dSigma_ij/dL_ij = L_jj (j < i), dSigma_ii/dL_ii =
+    2 L_ii, so the Jacobian is triangular, its determinant 2^d prod_k L_kk^(d - k).
+    Its log L_kk is u_kk, the formula in u that the floors keep (the module).
+    """
+    log_j = cholesky_cov_forward(theta, offset, w, d) + d * LOG_2
+    for k in range(d):
+        log_j += (d - k) * theta[offset + k * (k + 1) // 2 + k]
+    gram_in_place(w, d)
+    return log_j
+
+
+@jitable
+def cov_matrix_reverse(theta, offset, w, aw, target, jacobian, d):
+    """Reverse sweep of ``cov_matrix_forward``, with L re-derived from theta (no
+    scratch: its entries are theta's, its diagonal one floored exp each).
+
+    Sigma_ab = sum_k L_ak L_bk, so the adjoint of L is (A + A^T) L with A the
+    adjoints of the d x d entries of ``w`` (each of (i, j) and (j, i) has its
+    own): a_L_ij = sum_{m >= j} B_im L_mj, B = A + A^T. Then ``cholesky_cov``'s
+    sweep, plus the (d - i) of log|J| in u_ii. ``w`` is not read.
+    """
+    k = offset
+    for i in range(d):
+        for j in range(i + 1):
+            diagonal = offset + j * (j + 1) // 2 + j  # the coordinate of L_jj
+            a_l = (aw[i * d + j] + aw[j * d + i]) * floored_exp(theta[diagonal])[0]
+            for m in range(j + 1, d):
+                a_l += (aw[i * d + m] + aw[m * d + i]) * theta[offset + m * (m + 1) // 2 + j]
+            if j < i:
+                target[k] += a_l
+            else:
+                dx = floored_exp(theta[k])[1]
+                if dx != 0.0:  # below the floor: an inf adjoint times 0 (see the module)
+                    target[k] += a_l * dx
+                target[k] += jacobian * (d - i + 1.0)
+            k += 1
+
+
+@jitable
+def corr_matrix_forward(theta, offset, w, d):
+    """Stan's correlation matrix: d (d - 1) / 2 coordinates to L
+    (``cholesky_corr_forward``) and the full symmetric Omega = L L^T in ``w``,
+    its diagonal set to 1 (it is 1 to rounding: the rows of L have unit length).
+
+    log|J| = cholesky_corr's + sum_i (d - 1 - i) log L_ii (i from 0), the
+    second part log|J| of L -> Omega over the strictly lower entries: row by
+    row, Omega_ij (j < i) reads L_ik for k <= j of row i, dOmega_ij/dL_ij =
+    L_jj, so the Jacobian is triangular with determinant prod_{i} prod_{j<i}
+    L_jj = prod_j L_jj^(d - 1 - j). (L_ii follows from the rest of its row: it
+    is no coordinate.) Where L_ii underflows to 0, Omega is singular and
+    log|J| is -inf.
+    """
+    log_j = cholesky_corr_forward(theta, offset, w, d)
+    for i in range(1, d - 1):
+        log_j += (d - 1.0 - i) * vmath.log(w[i * d + i])
+    gram_in_place(w, d)
+    for i in range(d):
+        w[i * d + i] = 1.0
+    return log_j
+
+
+@jitable
+def corr_matrix_reverse(theta, offset, w, aw, target, jacobian, d):
+    """Reverse sweep of ``corr_matrix_forward``.
+
+    The adjoint of L is a_L_iq = sum_{m != i} B_im L_mq (B = A + A^T, A the
+    adjoints of ``w``'s entries): the diagonal of Omega is the constant 1, so
+    its adjoints are dropped (their exact contribution, A_ii d|L_i|^2/du, is
+    0). Column q of L is read for every row i, and re-deriving an entry from
+    theta costs a product over its row, so L is stored for the sweep in the
+    half of ``w`` that repeats the other: L_mq at (q, m) above the diagonal,
+    L_qq on the diagonal. The sweep restores both exactly (the mirror of the
+    lower triangle, and 1), and reads nothing else of ``w``: no scratch, and
+    ``w`` is unchanged afterwards. Then each row's ``cholesky_corr`` sweep
+    (``_corr_entry_reverse``), plus the extra log|J|'s (d - 1 - i) log L_ii,
+    whose derivative in u_iq is -(d - 1 - i) z_iq.
+    """
+    k = offset
+    for i in range(1, d):
+        s = 1.0
+        for j in range(i):
+            u = theta[k]
+            k += 1
+            w[j * d + i] = math.tanh(u) * math.sqrt(s)
+            s *= vmath.exp(_log_sech2(u))
+        w[i * d + i] = math.sqrt(s)
+    for i in range(d - 1, 0, -1):
+        k -= i
+        s = 1.0  # s_i as the forward sweep has it (not L_ii^2, which rounds)
+        for j in range(i):
+            s *= vmath.exp(_log_sech2(theta[k + j]))
+        a_s = _corr_adjoint(w, aw, d, i, i) * 0.5 / math.sqrt(s) if s > 0.0 else 0.0
+        for j in range(i - 1, -1, -1):
+            du, s, a_s, z = _corr_entry_reverse(theta[k + j], s, a_s, _corr_adjoint(w, aw, d, i, j), jacobian)
+            target[k + j] += du - jacobian * (d - 1.0 - i) * z
+    for i in range(d):
+        for j in range(i):
+            w[j * d + i] = w[i * d + j]
+        w[i * d + i] = 1.0
+
+
+@jitable
+def _corr_adjoint(w, aw, d, i, q):
+    """a_L_iq = sum_{m >= q, m != i} (A_im + A_mi) L_mq, L stored transposed in
+    ``w``'s upper triangle and diagonal (``corr_matrix_reverse``)."""
+    a = 0.0
+    for m in range(q, d):
+        if m != i:
+            a += (aw[i * d + m] + aw[m * d + i]) * w[q * d + m]
+    return a
 
 
 class EventTransform:
@@ -481,9 +614,39 @@ class CholeskyCov(CholeskyCorr):
                          for i in range(self.d) for j in range(i + 1)])
 
 
+class CovMatrix(CholeskyCov):
+    """Stan's covariance matrix: d (d + 1) / 2 coordinates, those of its Cholesky factor."""
+
+    def forward(self, u):
+        w = np.empty(self.d * self.d)
+        cov_matrix_forward(np.asarray(u, dtype=float), 0, w, self.d)
+        return w.reshape(self.d, self.d)
+
+    def inverse(self, x):
+        """``CholeskyCov.inverse`` of the Cholesky factor of the symmetric part of ``x``."""
+        x = np.asarray(x, dtype=float)
+        return super().inverse(np.linalg.cholesky(0.5 * (x + x.T)))
+
+
+class CorrMatrix(CholeskyCorr):
+    """Stan's correlation matrix: d (d - 1) / 2 coordinates, those of its Cholesky factor."""
+
+    def forward(self, u):
+        w = np.empty(self.d * self.d)
+        corr_matrix_forward(np.asarray(u, dtype=float), 0, w, self.d)
+        return w.reshape(self.d, self.d)
+
+    def inverse(self, x):
+        """``CholeskyCorr.inverse`` of the Cholesky factor of the symmetric part of
+        ``x``, its rows scaled to unit length (a diagonal within the tolerance of 1)."""
+        x = np.asarray(x, dtype=float)
+        chol = np.linalg.cholesky(0.5 * (x + x.T))
+        return super().inverse(chol / np.linalg.norm(chol, axis=1, keepdims=True))
+
+
 def for_event_constraint(name):
     """The transform of event constraint ``name`` (``constraints.EVENT_CONSTRAINTS``)."""
     kinds = {"simplex": Simplex, "ordered": Ordered, "positive_ordered": Ordered,
-             "cholesky_corr": CholeskyCorr, "cholesky_cov": CholeskyCov, "sum_to_zero": SumToZero,
-             "unit_vector": UnitVector}
+             "cholesky_corr": CholeskyCorr, "cholesky_cov": CholeskyCov, "corr_matrix": CorrMatrix,
+             "cov_matrix": CovMatrix, "sum_to_zero": SumToZero, "unit_vector": UnitVector}
     return kinds[name](name)

@@ -519,6 +519,27 @@ class Length(Expr):
         return f"len({children[0]})"
 
 
+def substitute(node, memo):
+    """``node`` with the nodes ``memo`` maps replaced (``id -> (node, replacement)``,
+    holding each node so that its id is not reused while ``memo`` lives);
+    shared sub-expressions stay shared. A replacement has the shape of what it
+    replaces, so a node copied with new children keeps its own."""
+    if id(node) in memo:
+        return memo[id(node)][1]
+    children = tuple(substitute(child, memo) for child in node.children)
+    out = node if all(new is old for new, old in zip(children, node.children)) else with_children(node, children)
+    memo[id(node)] = (node, out)
+    return out
+
+
+def with_children(node, children):
+    """A copy of ``node`` with ``children`` (of the same shapes) in place of its own."""
+    out = object.__new__(type(node))
+    out.__dict__.update(node.__dict__)
+    out.children = tuple(children)
+    return out
+
+
 def nodes(root, stop=None):
     """Every node below (and including) ``root``, each once, not descending below
     a node for which ``stop(node)`` is true (nor yielding it). Walks that recurse

@@ -13,6 +13,7 @@ import numpy as np
 from scipy import special as sp
 
 from logdens import expr as ex
+from logdens import gp, linalg
 from logdens.distributions import vectorize
 from logdens.distributions.frozen import _first_violation
 from logdens.expr import ModelError
@@ -55,6 +56,8 @@ class Rule:
     shaped_only = False
     #: ``X @ beta``: a data matrix read row by row by the scalar lowering.
     reads_data_matrix = False
+    #: Reads its data children whole, not row by row (a covariance's inputs).
+    whole_data = False
 
     def reads(self, node):
         """The access kind of each child, in the order of ``node.children``."""
@@ -418,6 +421,73 @@ class LogSumExpRule(SumRule):
         return sp.logsumexp(args[0], axis=-1, keepdims=batch)
 
 
+class _WholeMatrixRule(Rule):
+    """A whole matrix computed from whole values (``logdens.linalg``, ``logdens.gp``)."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (WHOLE,) * len(node.children)
+
+    def length(self, node, below, ctx):
+        return node.shape[0]
+
+
+class CholeskyRule(_WholeMatrixRule):
+    """``ld.cholesky(S)`` from S's lower triangle; NaN where S is not positive definite."""
+
+    def evaluate(self, node, args, values, batch):
+        lower = np.tril(np.asarray(args[0], dtype=float))
+        full = lower + np.swapaxes(np.tril(lower, -1), -1, -2)
+        flat = full.reshape((-1,) + full.shape[-2:])
+        out = np.full(flat.shape, np.nan)
+        for k, matrix in enumerate(flat):
+            try:
+                out[k] = np.linalg.cholesky(matrix)
+            except np.linalg.LinAlgError:
+                pass
+        return out.reshape(full.shape)
+
+
+class AddDiagRule(_WholeMatrixRule):
+    """``ld.add_diag(S, v)``."""
+
+    def evaluate(self, node, args, values, batch):
+        matrix, value = lifted_each(node, args, batch)
+        out = np.array(matrix, dtype=float)
+        value = np.asarray(value, dtype=float)
+        if node.children[1].ndim == 0 and value.ndim == 1:  # one scalar per draw
+            value = value[:, None]
+        n = node.shape[0]
+        out[..., np.arange(n), np.arange(n)] += value
+        return out
+
+
+class GPCovRule(_WholeMatrixRule):
+    """``ld.gp.exp_quad(x, alpha, rho)`` and the other covariance functions; its data
+    inputs are read whole (``whole_data``)."""
+
+    whole_data = True
+
+    def evaluate(self, node, args, values, batch):
+        x, *params = lifted_each(node, args, batch)
+        x = np.asarray(x, dtype=float)
+        x = x.reshape(x.shape + (1,)) if node.children[0].ndim == 1 else x
+        diff = x[..., :, None, :] - x[..., None, :, :]
+        r2 = np.sum(diff * diff, axis=-1)
+        params = [np.asarray(p, dtype=float).reshape(np.shape(p) + (1, 1)) for p in params]
+        alpha, rho = params[0], params[1]
+        r = np.sqrt(r2)
+        if node.name == "exp_quad":
+            k = np.exp(-0.5 * r2 / rho ** 2)
+        elif node.name == "periodic":
+            k = np.exp(-2.0 * np.sin(np.pi * r / params[2]) ** 2 / rho ** 2)
+        else:
+            s = (gp.SQRT3 if node.name == "matern32" else gp.SQRT5) * r / rho
+            k = ((1.0 + s) if node.name == "matern32" else (1.0 + s + s * s / 3.0)) * np.exp(-s)
+        return alpha ** 2 * k
+
+
 RULES = {
     ex.Param: ParamRule(), ex.Data: DataRule(), ex.Const: ConstRule(),
     ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Ternary: ElementwiseRule(),
@@ -426,6 +496,7 @@ RULES = {
     ex.Element: ElementRule(), ex.Length: LengthRule(), ex.LogSumExp: LogSumExpRule(),
     ex.Cumsum: CumsumRule(), ex.MatMul: MatMulRule(), ex.Reduce: ReduceRule(),
     ex.LogSoftmax: LogSoftmaxRule(), ex.Transpose: TransposeRule(), ex.Take: TakeRule(),
+    linalg.Cholesky: CholeskyRule(), linalg.AddDiag: AddDiagRule(), gp.GPCov: GPCovRule(),
 }
 
 
@@ -523,6 +594,27 @@ def shaped(term):
     if term.dist is not None and term.dist.spec.multivariate:
         return True
     return any(a.ndim > 1 for a in term.args) or any(needs(n) for a in term.args for n in ex.nodes(a))
+
+
+def whole_data(term):
+    """The data nodes of ``term`` read whole, at the shape they were built with,
+    not as rows: every one when the term is one multivariate event or a whole
+    batch of them (its value a data event or a parameter expression: a
+    Gaussian process's inputs, a group-level predictor matrix), else those a
+    node reads whole (``Rule.whole_data``) and a multivariate kernel's data
+    arguments that are one event (a data Cholesky factor)."""
+    found = {}
+    if term.dist is not None and term.dist.spec.multivariate:
+        x, axes = term.args[0], term.dist.spec.events
+        every = x.ndim == len(axes[0]) if rule(x).data else not any(rule(n).data for n in ex.nodes(x))
+        for node, event in zip(term.args, axes):
+            if every or (rule(node).data and node.ndim == len(event)):
+                found.update({id(n): n for n in ex.nodes(node) if rule(n).data} if every else {id(node): node})
+    for root in term.args:
+        for node in ex.nodes(root):
+            if rule(node).whole_data:
+                found.update({id(c): c for c in node.children if rule(c).data})
+    return found
 
 
 def has_reduction(node):

@@ -26,7 +26,7 @@ sweep runs once per row into that row's output.
 import math
 
 from logdens import expr as ex
-from logdens import rules, validate
+from logdens import gp, linalg, linalg_kernels, rules, validate
 from logdens.cpu_blocks import BLOCK
 from logdens.expr import ModelError
 from logdens.layout import module_alias
@@ -52,6 +52,24 @@ class _Kernel:
         return any(c.depends_on_params() for c in self.children)
 
 
+class _RowsOf:
+    """A whole value whose first axis is the term's rows, read row by row by a
+    row-aligned node (``f = L @ z`` of a latent Gaussian process under a
+    likelihood of data rows): each block copies its rows out, and its reverse
+    adds their adjoints back."""
+
+    def __init__(self, whole):
+        self.children, self.shape = (whole,), whole.shape
+
+    ndim = property(lambda self: len(self.shape))
+
+    def label(self):
+        return self.children[0].label()
+
+    def depends_on_params(self):
+        return self.children[0].depends_on_params()
+
+
 _NO_RULE = rules.Rule()
 
 
@@ -66,8 +84,9 @@ class _Info:
 
 
 def _rule(node):
-    """The rule of an expression node (``logdens.rules``); the term's kernel has none."""
-    return _NO_RULE if isinstance(node, _Kernel) else rules.rule(node)
+    """The rule of an expression node (``logdens.rules``); the term's kernel and
+    ``_RowsOf`` have none."""
+    return _NO_RULE if isinstance(node, (_Kernel, _RowsOf)) else rules.rule(node)
 
 
 def _kind(node):
@@ -80,7 +99,7 @@ def _kind(node):
 
 def _calls_kernel(node):
     """Whether ``node`` calls a distribution's kernel: the term's, or ``dist.logpdf(x)``."""
-    return isinstance(node, _Kernel) or rules.rule(node).kernel_spec(node) is not None
+    return isinstance(node, _Kernel) or _rule(node).kernel_spec(node) is not None
 
 
 def _flat(shape, names):
@@ -112,13 +131,9 @@ class ShapedTerm:
         else:
             checked = term.dist.spec.takes_x_valid and validate.value_checked(term)
             self.root = _Kernel(term, keep, checked)
-        # data read by a multivariate kernel as one whole event (a data Cholesky
-        # factor): not rows of the term's data
         self.data_views = set()  # value buffers that are views of a block of data rows
-        self.event_data = set()
-        if isinstance(self.root, _Kernel) and self.root.spec.multivariate:
-            self.event_data = {id(c) for c, axes in zip(self.root.children, self.root.spec.events)
-                               if _rule(c).data and c.ndim == len(axes)}
+        self.event_data = set(rules.whole_data(term))  # data read whole, not as rows
+        self.root = self._rows_of_wholes(self.root)
         self._visit(self.root)
         self.rowed = self.info[id(self.root)].rowed
         self.parents = {}  # id(node) -> [(parent, position of node among its children)]
@@ -145,9 +160,33 @@ class ShapedTerm:
             self.info[id(node)] = self._classify(node)
             self.order.append(node)
 
+    def _rows_of_wholes(self, root):
+        """``root`` with each whole value that an elementwise node or univariate
+        kernel reads at its rows (a whole child of the node's rank, the node
+        row-aligned) wrapped in ``_RowsOf``."""
+        rowed, rebuilt, wrapped = {}, {}, {}
+
+        def visit(node, below):
+            rows = (_rule(node).data and node.ndim >= 1 and id(node) not in self.event_data) or any(
+                rowed[id(c)] for c in node.children)
+            rowed[id(node)] = rows
+            reads_rows = rows and (_rule(node).elementwise or (isinstance(node, _Kernel) and not node.spec.multivariate))
+            children = []
+            for child, new in zip(node.children, below):
+                if reads_rows and not rowed[id(child)] and child.ndim == node.ndim >= 1:
+                    new = wrapped.setdefault(id(child), _RowsOf(new))
+                children.append(new)
+            if all(new is old for new, old in zip(children, node.children)):
+                return node
+            if isinstance(node, _Kernel):
+                node.children = tuple(children)
+                return node
+            return ex.with_children(node, children)
+        return rules.fold(root, visit, rebuilt)
+
     def _classify(self, node):
         kids = [self.info[id(c)] for c in node.children]
-        if _rule(node).data and node.ndim >= 1 and id(node) not in self.event_data:
+        if (_rule(node).data and node.ndim >= 1 and id(node) not in self.event_data) or isinstance(node, _RowsOf):
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
         else:
@@ -651,6 +690,46 @@ class ShapedTerm:
         return ["for r in range(nb):", f"    g = {self._index(index)}",
                 f"    for t in range({size}):", f"        {info.value}[r, t] = {si.value}[g * {size} + t]"]
 
+    def _whole_matrix(self, node):
+        """A ``ModelError`` when a whole-matrix node (a Cholesky factor, a covariance)
+        would read the rows of data."""
+        if self.info[id(node)].rowed:
+            raise ModelError(f"{self.where}: {node.label()} would read the rows of data; it takes whole "
+                             "values (parameters, and data read whole)")
+
+    def _scalar(self, node):
+        """Code of a whole scalar's value: a constant's literal, else its buffer's entry."""
+        return literal(node.value) if _rule(node).constant else f"{self._whole(node)}[0]"
+
+    def _fwd_cholesky(self, node, info):
+        self._whole_matrix(node)
+        return [f"if not linalg.cholesky_forward({self._whole(node.children[0])}, {info.value}, {node.shape[0]}):",
+                f"    {info.value}[:] = math.nan  # not positive definite: the log density is -inf"]
+
+    def _fwd_add_diag(self, node, info):
+        self._whole_matrix(node)
+        matrix, value = node.children
+        n = node.shape[0]
+        added = self._scalar(value) if value.ndim == 0 else f"{self._whole(value)}[i]"
+        return [f"{info.value}[:] = {self._whole(matrix)}", f"for i in range({n}):",
+                f"    {info.value}[i * {n + 1}] += {added}"]
+
+    def _gp_arguments(self, node):
+        """The arguments of ``gp.cov_forward`` and ``gp.cov_reverse`` before K."""
+        x, *params = node.children
+        dim = 1 if x.ndim == 1 else x.shape[1]
+        scalars = [self._scalar(p) for p in params] + (["1.0"] if len(params) == 2 else [])  # no period
+        return f"{node.kind}, {self._whole(x)}, {node.shape[0]}, {dim}, {', '.join(scalars)}"
+
+    def _fwd_gp_cov(self, node, info):
+        self._whole_matrix(node)
+        return [f"gp.cov_forward({self._gp_arguments(node)}, {info.value})"]
+
+    def _fwd_rows_of(self, node, info):
+        size = max(info.size, 1)
+        return ["for r in range(nb):", f"    for t in range({size}):",
+                f"        {info.value}[r, t] = {self._whole(node.children[0])}[(b0 + r) * {size} + t]"]
+
     # ----- reverse ------------------------------------------------------
     def _contributions(self, node, child_rowed, fixed_row=False):
         """Lines adding ``node``'s adjoint times its partials to the adjoints of its
@@ -801,6 +880,34 @@ class ShapedTerm:
                  f"    {self.info[id(source)].adjoint}[g * {size} + t] += {info.adjoint}[r, t]"]
         return self._rows(lines, True, fixed_row)
 
+    def _rev_cholesky(self, node, info, kids, fixed_row):
+        n = node.shape[0]
+        work = self.low.workspaces.declare(f"sw{info.value[2:]}", linalg_kernels.cholesky_reverse_work(n))
+        return [f"linalg.cholesky_reverse({info.value}, {info.adjoint}, "
+                f"{self.info[id(node.children[0])].adjoint}, {n}, {work})"]
+
+    def _rev_add_diag(self, node, info, kids, fixed_row):
+        n, lines = node.shape[0], []
+        for j, child in kids:
+            adjoint = self.info[id(child)].adjoint
+            if j == 0:
+                lines.append(f"{adjoint} += {info.adjoint}")
+            else:
+                at = "i" if child.ndim else "0"
+                lines += [f"for i in range({n}):", f"    {adjoint}[{at}] += {info.adjoint}[i * {n + 1}]"]
+        return lines
+
+    def _rev_gp_cov(self, node, info, kids, fixed_row):
+        partials = f"sg{info.value[2:]}"
+        lines = [f"{partials} = gp.cov_reverse({self._gp_arguments(node)}, {info.value}, {info.adjoint})"]
+        return lines + [f"{self.info[id(c)].adjoint}[0] += {partials}[{j - 1}]" for j, c in kids if j > 0]
+
+    def _rev_rows_of(self, node, info, kids, fixed_row):
+        size = max(info.size, 1)
+        lines = [f"for t in range({size}):",
+                 f"    {self.info[id(node.children[0])].adjoint}[(b0 + r) * {size} + t] += {info.adjoint}[r, t]"]
+        return self._rows(lines, True, fixed_row)
+
     def _rev_param(self, node, info, row):
         """Lines sending a parameter's adjoint buffer into the gradient (``row``: the
         per-sample row, or None) or into its event transform's adjoint."""
@@ -856,7 +963,8 @@ class ShapedTerm:
             per_row += self._contributions(n, False, fixed_row=True)
         per_row += self._whole_sweep(whole, row) + self._row_columns(row)
         block += ["for r in range(nb):"] + indent(per_row) + target.after_block(n_rows)
-        return head + forward_whole + self._flat_views() + target.before_blocks() + loop + indent(block)
+        return (head + target.prologue() + forward_whole + self._flat_views() + target.before_blocks() + loop
+                + indent(block))
 
     def _flat_views(self):
         """Lines binding the flat views of block buffers (``f<buffer>``), once per term."""
@@ -887,7 +995,8 @@ class ShapedTerm:
         zero = [f"{self.info[id(n)].adjoint}[:] = {'1.0' if n is self.root else '0.0'}" for n in whole
                 if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place]
         row = "0" if self.per_row else None
-        lines += (self.low.target.zero() if self.per_row else []) + self._views(whole, row) + zero + self._event_zero()
+        per_row = self.low.target.prologue() + self.low.target.zero() if self.per_row else []
+        lines += per_row + self._views(whole, row) + zero + self._event_zero()
         return lines + self._whole_sweep(whole, row) + (self._row_columns("0") if self.per_row else [])
 
     def _event_zero(self):
@@ -929,4 +1038,5 @@ KINDS = {
     ex.Ternary: "elementwise", ex.LogPdf: "kernel", _Kernel: "kernel", ex.MatMul: "matmul",
     ex.MatVec: "matmul", ex.Reduce: "reduce", ex.LogSoftmax: "log_softmax", ex.Transpose: "transpose",
     ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum", ex.Gather: "gather",
+    linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
 }

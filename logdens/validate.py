@@ -66,6 +66,7 @@ def check_terms(model, layout, arrays):
         length(expr, arrays, layout, f"deterministic {name!r}")
     for term in model.terms:
         where = f"term {term.name!r}"
+        _check_whole_data(term, arrays, layout, where)
         if term.dist is None:
             length(term.value, arrays, layout, where)
             if term.mixture is not None and term.kind == "likelihood":  # an observed ld.Mixture
@@ -98,6 +99,17 @@ def check_terms(model, layout, arrays):
             _check_events(spec, args, known, where)
 
 
+def _check_whole_data(term, arrays, layout, where):
+    """Data that a term reads whole (``rules.whole_data``) keep the shape they were
+    built with: the generated code is written for it."""
+    for node in rules.whole_data(term).values():
+        shape = np.shape(_Site(arrays, layout, where).array(node))
+        if shape != node.shape:
+            raise ModelError(f"{where}: data {node.label()} has shape {shape}; it was built with shape "
+                             f"{node.shape}, and this term reads it whole (compile the model again for "
+                             "new shapes)")
+
+
 def _check_event_axes(node, axes, arrays, layout, where):
     """A data argument's event axes keep their build-time lengths: the generated
     code is written for them (only the rows may change)."""
@@ -118,8 +130,8 @@ def _check_events(spec, args, known, where):
     if not np.all(ok):
         index = np.unravel_index(int(np.argmin(ok)), np.shape(ok))
         shown = args[0].label() if rules.rule(args[0]).data and args[0].name else "x"
-        where_at = ", ".join(str(int(i)) for i in index)
-        raise ModelError(f"{where}: {spec.name} value {shown}[{where_at}] = {np.array2string(np.asarray(x[index]))} "
+        at = f"[{', '.join(str(int(i)) for i in index)}]" if index else ""  # no index for one event
+        raise ModelError(f"{where}: {spec.name} value {shown}{at} = {np.array2string(np.asarray(x[index]))} "
                          f"is outside the support: {spec.check.__doc__.strip()}")
 
 

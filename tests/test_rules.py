@@ -6,6 +6,7 @@ import pytest
 
 import logdens as ld
 from logdens import expr as ex
+from logdens import gp, linalg
 from logdens import rules
 from logdens.layout import Layout
 from logdens.rules import AT_ITS_ROW, AT_ROW, GATHERED, INDEX, ONE_PER_ROW, PREFIX, SHIFTED, WHOLE
@@ -21,11 +22,15 @@ def _nodes():
             "LogPdf": ld.Normal(s, 2.0).logpdf(a), "Length": ex.Length(a),
             "LogSumExp": ld.logsumexp(a), "Ternary": ld.where(a > s, a, 0.0),
             "Cumsum": ld.cumsum(a), "MatMul": X @ ld.exp(a), "Reduce": ld.sum(X * a, axis=1),
-            "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1]}
+            "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1],
+            "Cholesky": ld.cholesky(ld.add_diag(X.T @ X, s)), "AddDiag": ld.add_diag(X.T @ X, s),
+            "GPCov": ld.gp.exp_quad(g, s, 1.0)}
 
 
 def test_every_node_type_has_a_rule():
-    types = {c for c in vars(ex).values() if isinstance(c, type) and issubclass(c, ex.Expr) and c is not ex.Expr}
+    modules = (ex, linalg, gp)  # every module that defines expression node types
+    types = {c for module in modules for c in vars(module).values()
+             if isinstance(c, type) and issubclass(c, ex.Expr) and c is not ex.Expr}
     assert types == set(rules.RULES) and {t.__name__ for t in types} == set(_nodes())
 
 
@@ -58,9 +63,10 @@ def test_attributes_of_each_node_type():
                      "LogPdf": {"elementwise"}, "Length": set(),
                      "LogSumExp": {"reduces"}, "Ternary": {"elementwise"},
                      "Cumsum": {"reduces"}, "MatMul": set(), "Reduce": set(), "LogSoftmax": set(),
-                     "Transpose": set(), "Take": set()}
+                     "Transpose": set(), "Take": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set()}
     assert {kind for kind, n in _nodes().items() if rules.rule(n).shaped_only} == {
-        "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take"}
+        "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Cholesky", "AddDiag", "GPCov"}
+    assert {kind for kind, n in _nodes().items() if rules.rule(n).whole_data} == {"GPCov"}
 
 
 def test_fold_visits_a_shared_sub_expression_once_and_deeper_than_the_stack():
