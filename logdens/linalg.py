@@ -1,5 +1,7 @@
-"""Linear algebra of whole matrices in model expressions: ``ld.cholesky`` and
-``ld.add_diag``, as Stan's ``cholesky_decompose`` and ``add_diag``.
+"""Linear algebra of whole matrices in model expressions: ``ld.cholesky``,
+``ld.add_diag``, ``ld.solve_triangular`` and ``ld.cholesky_logdet``, as Stan's
+``cholesky_decompose``, ``add_diag``, ``mdivide_left_tri_low`` and
+``log_determinant`` of L Lᵀ.
 
 A Gaussian-process regression is ``ld.MvNormal(mu, scale_tril=ld.cholesky(
 ld.add_diag(ld.gp.exp_quad(x, alpha, rho), sigma**2)))``. These nodes are whole
@@ -45,6 +47,44 @@ class AddDiag(ex.Expr):
 
     def _format(self, children):
         return f"add_diag({children[0]}, {children[1]})"
+
+
+class SolveTriangular(ex.Expr):
+    """X = L⁻¹ B, or L⁻ᵀ B with ``trans``, for a lower-triangular L (its upper part
+    is not read) and B a vector or a matrix of n rows."""
+
+    def __init__(self, factor, rhs, trans):
+        what = f"solve_triangular({factor.label()}, {rhs.label()})"
+        _square(factor, what)
+        if rhs.ndim not in (1, 2) or rhs.shape[0] != factor.shape[0]:
+            raise ModelError(f"{what}: the right-hand side must have {factor.shape[0]} rows, got shape "
+                             f"{rhs.shape}")
+        self.children, self.shape, self.trans = (factor, rhs), rhs.shape, bool(trans)
+
+    def _format(self, children):
+        return f"solve_triangular({children[0]}, {children[1]}{', trans=True' if self.trans else ''})"
+
+
+class CholeskyLogDet(ex.Expr):
+    """log det(L Lᵀ) = 2 sum_i log L_ii of a Cholesky factor L: a scalar."""
+
+    def __init__(self, factor):
+        _square(factor, f"cholesky_logdet({factor.label()})")
+        self.children = (factor,)
+
+    def _format(self, children):
+        return f"cholesky_logdet({children[0]})"
+
+
+def solve_triangular(factor, rhs, trans=False):
+    """L⁻¹ b (``trans``: L⁻ᵀ b) for a lower-triangular ``factor`` L, ``rhs`` a vector
+    or a matrix: a whitened residual, a GP's predictive mean."""
+    return SolveTriangular(ex.as_expr(factor), ex.as_expr(rhs), trans)
+
+
+def cholesky_logdet(factor):
+    """log det(L Lᵀ) of a Cholesky factor L: the log determinant of the matrix it factors."""
+    return CholeskyLogDet(ex.as_expr(factor))
 
 
 def cholesky(matrix):

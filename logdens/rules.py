@@ -56,7 +56,8 @@ class Rule:
     shaped_only = False
     #: ``X @ beta``: a data matrix read row by row by the scalar lowering.
     reads_data_matrix = False
-    #: Reads its data children whole, not row by row (a covariance's inputs).
+    #: Reads the data below it whole, not row by row (a covariance's inputs, the
+    #: right-hand side of a triangular solve).
     whole_data = False
 
     def reads(self, node):
@@ -422,9 +423,10 @@ class LogSumExpRule(SumRule):
 
 
 class _WholeMatrixRule(Rule):
-    """A whole matrix computed from whole values (``logdens.linalg``, ``logdens.gp``)."""
+    """A whole matrix computed from whole values (``logdens.linalg``, ``logdens.gp``):
+    the data below it are read whole (``whole_data``)."""
 
-    shaped_only = True
+    shaped_only = whole_data = True
 
     def reads(self, node):
         return (WHOLE,) * len(node.children)
@@ -463,11 +465,33 @@ class AddDiagRule(_WholeMatrixRule):
         return out
 
 
-class GPCovRule(_WholeMatrixRule):
-    """``ld.gp.exp_quad(x, alpha, rho)`` and the other covariance functions; its data
-    inputs are read whole (``whole_data``)."""
+class SolveTriangularRule(_WholeMatrixRule):
+    """``ld.solve_triangular(L, B)``."""
 
-    whole_data = True
+    def evaluate(self, node, args, values, batch):
+        factor, rhs = (np.asarray(a, dtype=float) for a in lifted_each(node, args, batch))
+        factor = np.tril(factor)
+        if node.trans:
+            factor = np.swapaxes(factor, -1, -2)
+        vector = node.children[1].ndim == 1
+        out = np.linalg.solve(factor, rhs[..., None] if vector else rhs)
+        return out[..., 0] if vector else out
+
+
+class CholeskyLogDetRule(_WholeMatrixRule):
+    """``ld.cholesky_logdet(L)``: a scalar."""
+
+    def evaluate(self, node, args, values, batch):
+        (factor,) = lifted_each(node, args, batch)
+        out = 2.0 * np.sum(np.log(np.diagonal(factor, axis1=-2, axis2=-1)), axis=-1)
+        return batched_result(node, out, batch)
+
+    def length(self, node, below, ctx):
+        return None
+
+
+class GPCovRule(_WholeMatrixRule):
+    """``ld.gp.exp_quad(x, alpha, rho)`` and the other covariance functions."""
 
     def evaluate(self, node, args, values, batch):
         x, *params = lifted_each(node, args, batch)
@@ -497,6 +521,7 @@ RULES = {
     ex.Cumsum: CumsumRule(), ex.MatMul: MatMulRule(), ex.Reduce: ReduceRule(),
     ex.LogSoftmax: LogSoftmaxRule(), ex.Transpose: TransposeRule(), ex.Take: TakeRule(),
     linalg.Cholesky: CholeskyRule(), linalg.AddDiag: AddDiagRule(), gp.GPCov: GPCovRule(),
+    linalg.SolveTriangular: SolveTriangularRule(), linalg.CholeskyLogDet: CholeskyLogDetRule(),
 }
 
 
@@ -601,7 +626,7 @@ def whole_data(term):
     not as rows: every one when the term is one multivariate event or a whole
     batch of them (its value a data event or a parameter expression: a
     Gaussian process's inputs, a group-level predictor matrix), else those a
-    node reads whole (``Rule.whole_data``) and a multivariate kernel's data
+    node reads whole below it (``Rule.whole_data``) and a multivariate kernel's data
     arguments that are one event (a data Cholesky factor)."""
     found = {}
     if term.dist is not None and term.dist.spec.multivariate:
@@ -613,7 +638,7 @@ def whole_data(term):
     for root in term.args:
         for node in ex.nodes(root):
             if rule(node).whole_data:
-                found.update({id(c): c for c in node.children if rule(c).data})
+                found.update({id(n): n for n in ex.nodes(node) if rule(n).data})
     return found
 
 

@@ -714,6 +714,25 @@ class ShapedTerm:
         return [f"{info.value}[:] = {self._whole(matrix)}", f"for i in range({n}):",
                 f"    {info.value}[i * {n + 1}] += {added}"]
 
+    def _solve_shape(self, node):
+        """``(n, m, kernel name)`` of a triangular solve."""
+        rhs = node.children[1]
+        return (node.shape[0], rhs.shape[1] if rhs.ndim == 2 else 1,
+                "solve_upper_transposed" if node.trans else "solve_lower")
+
+    def _fwd_solve_triangular(self, node, info):
+        self._whole_matrix(node)
+        n, m, kernel = self._solve_shape(node)
+        factor, rhs = node.children
+        return [f"linalg.{kernel}({self._whole(factor)}, {self._whole(rhs)}, {info.value}, {n}, {m})"]
+
+    def _fwd_cholesky_logdet(self, node, info):
+        self._whole_matrix(node)
+        n = node.children[0].shape[0]
+        factor = self._whole(node.children[0])
+        return ["acc = 0.0", f"for i in range({n}):", f"    acc += vmath.log({factor}[i * {n + 1}])",
+                f"{info.value}[0] = 2.0 * acc"]
+
     def _gp_arguments(self, node):
         """The arguments of ``gp.cov_forward`` and ``gp.cov_reverse`` before K."""
         x, *params = node.children
@@ -897,6 +916,25 @@ class ShapedTerm:
                 lines += [f"for i in range({n}):", f"    {adjoint}[{at}] += {info.adjoint}[i * {n + 1}]"]
         return lines
 
+    def _rev_solve_triangular(self, node, info, kids, fixed_row):
+        n, m, kernel = self._solve_shape(node)
+        factor, rhs = (self.info[id(c)] for c in node.children)
+        work = self.low.workspaces.declare(f"sw{info.value[2:]}", linalg_kernels.solve_reverse_work(n, m))
+        scratch = {}  # an operand without a gradient gets a buffer the sweep may write
+        for j, kid in enumerate((factor, rhs)):
+            if kid.adjoint is None:
+                size = n * n if j == 0 else n * m
+                scratch[j] = self.low.workspaces.declare(f"sx{info.value[2:]}_{j}", size)
+        a_factor, a_rhs = (scratch.get(j, kid.adjoint) for j, kid in enumerate((factor, rhs)))
+        return [f"linalg.{kernel}_reverse({factor.value}, {info.value}, {info.adjoint}, {a_factor}, {a_rhs}, "
+                f"{n}, {m}, {work})"]
+
+    def _rev_cholesky_logdet(self, node, info, kids, fixed_row):
+        n = node.children[0].shape[0]
+        factor = self.info[id(node.children[0])]
+        return [f"for i in range({n}):",
+                f"    {factor.adjoint}[i * {n + 1}] += 2.0 * {info.adjoint}[0] / {factor.value}[i * {n + 1}]"]
+
     def _rev_gp_cov(self, node, info, kids, fixed_row):
         partials = f"sg{info.value[2:]}"
         lines = [f"{partials} = gp.cov_reverse({self._gp_arguments(node)}, {info.value}, {info.adjoint})"]
@@ -1039,4 +1077,5 @@ KINDS = {
     ex.MatVec: "matmul", ex.Reduce: "reduce", ex.LogSoftmax: "log_softmax", ex.Transpose: "transpose",
     ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum", ex.Gather: "gather",
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
+    linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
 }

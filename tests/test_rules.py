@@ -24,7 +24,8 @@ def _nodes():
             "Cumsum": ld.cumsum(a), "MatMul": X @ ld.exp(a), "Reduce": ld.sum(X * a, axis=1),
             "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1],
             "Cholesky": ld.cholesky(ld.add_diag(X.T @ X, s)), "AddDiag": ld.add_diag(X.T @ X, s),
-            "GPCov": ld.gp.exp_quad(g, s, 1.0)}
+            "GPCov": ld.gp.exp_quad(g, s, 1.0), "SolveTriangular": ld.solve_triangular(X.T @ X, a),
+            "CholeskyLogDet": ld.cholesky_logdet(X.T @ X)}
 
 
 def test_every_node_type_has_a_rule():
@@ -63,10 +64,13 @@ def test_attributes_of_each_node_type():
                      "LogPdf": {"elementwise"}, "Length": set(),
                      "LogSumExp": {"reduces"}, "Ternary": {"elementwise"},
                      "Cumsum": {"reduces"}, "MatMul": set(), "Reduce": set(), "LogSoftmax": set(),
-                     "Transpose": set(), "Take": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set()}
+                     "Transpose": set(), "Take": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set(),
+                     "SolveTriangular": set(), "CholeskyLogDet": set()}
     assert {kind for kind, n in _nodes().items() if rules.rule(n).shaped_only} == {
-        "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Cholesky", "AddDiag", "GPCov"}
-    assert {kind for kind, n in _nodes().items() if rules.rule(n).whole_data} == {"GPCov"}
+        "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Cholesky", "AddDiag", "GPCov", "SolveTriangular",
+        "CholeskyLogDet"}
+    whole = {"Cholesky", "AddDiag", "GPCov", "SolveTriangular", "CholeskyLogDet"}
+    assert {kind for kind, n in _nodes().items() if rules.rule(n).whole_data} == whole
 
 
 def test_fold_visits_a_shared_sub_expression_once_and_deeper_than_the_stack():
