@@ -14,9 +14,15 @@ The kernels below compute K and, in reverse, the partials of sum(aK * K) in
 alpha, rho and the period: one pass over the pairs each way (the partials in
 rho and the period do not involve dr, so r = 0 is no special case). The
 inputs are data: a covariance of parameter inputs is not differentiated.
+
+For large n, ``hsgp_basis`` and the spectral densities (``exp_quad_spd``,
+``matern32_spd``, ``matern52_spd``) give the Hilbert-space approximation:
+a basis-function regression with no matrix factor.
 """
 
 import math
+
+import numpy as np
 
 from logdens import expr as ex
 from logdens.distributions.jit import jitable
@@ -65,6 +71,52 @@ def matern52(x, alpha, rho):
 def periodic(x, alpha, rho, period):
     """The periodic covariance alpha^2 exp(-2 sin^2(pi |x_i - x_j| / period) / rho^2)."""
     return GPCov("periodic", *(ex.as_expr(a) for a in (x, alpha, rho, period)))
+
+
+def hsgp_basis(x, m, c=1.5):
+    """The Hilbert-space approximation of a stationary GP on 1-D inputs (Solin and
+    Särkkä 2020; Riutort-Mayol et al. 2023, as PyMC's ``HSGP`` and Stan's case
+    study): ``(phi, sqrt_eigenvalues)``, numpy arrays of shapes (n, m) and (m,).
+
+    On [-L, L], L = c max|x - center|, the Laplacian's eigenfunctions are
+    phi_j(x) = sin(sqrt(lambda_j) (x - center + L)) / sqrt(L) with
+    sqrt(lambda_j) = j pi / (2 L), j = 1..m. Then K ~= phi diag(S(sqrt(lambda)))
+    phi^T with S the covariance's spectral density (``exp_quad_spd``, ...), and
+    f = phi @ (sqrt(S) * beta), beta ~ Normal(0, 1), costs n m per gradient
+    instead of a Cholesky factor's n^3 / 3. ``c`` of 1.5 to 2 and m of 20 to 40
+    suit length scales down to about a tenth of the inputs' range.
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or m < 1 or c <= 1.0:
+        raise ModelError(f"hsgp_basis: needs 1-D inputs, m >= 1 and c > 1, got shape {x.shape}, m={m}, c={c}")
+    centered = x - 0.5 * (x.min() + x.max())
+    half = c * np.max(np.abs(centered))
+    sqrt_eigenvalues = np.arange(1, m + 1) * np.pi / (2.0 * half)
+    phi = np.sin(sqrt_eigenvalues * (centered[:, None] + half)) / np.sqrt(half)
+    return phi, sqrt_eigenvalues
+
+
+def exp_quad_spd(omega, alpha, rho):
+    """The spectral density of ``exp_quad`` in one dimension at frequencies ``omega``:
+    alpha^2 sqrt(2 pi) rho exp(-rho^2 omega^2 / 2), an expression."""
+    omega, alpha, rho = (ex.as_expr(a) for a in (omega, alpha, rho))
+    return alpha * alpha * math.sqrt(2.0 * math.pi) * rho * ex.FUNCTIONS["exp"](-0.5 * rho * rho * omega * omega)
+
+
+def matern32_spd(omega, alpha, rho):
+    """The spectral density of ``matern32`` in one dimension:
+    4 alpha^2 3^(3/2) / rho^3 / (3 / rho^2 + omega^2)^2."""
+    omega, alpha, rho = (ex.as_expr(a) for a in (omega, alpha, rho))
+    base = 3.0 / (rho * rho) + omega * omega
+    return 4.0 * 3.0 ** 1.5 * alpha * alpha / (rho * rho * rho) / (base * base)
+
+
+def matern52_spd(omega, alpha, rho):
+    """The spectral density of ``matern52`` in one dimension:
+    (16 / 3) alpha^2 5^(5/2) / rho^5 / (5 / rho^2 + omega^2)^3."""
+    omega, alpha, rho = (ex.as_expr(a) for a in (omega, alpha, rho))
+    base = 5.0 / (rho * rho) + omega * omega
+    return 16.0 / 3.0 * 5.0 ** 2.5 * alpha * alpha / rho ** 5 / (base * base * base)
 
 
 @jitable

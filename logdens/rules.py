@@ -56,9 +56,6 @@ class Rule:
     shaped_only = False
     #: ``X @ beta``: a data matrix read row by row by the scalar lowering.
     reads_data_matrix = False
-    #: Reads the data below it whole, not row by row (a covariance's inputs, the
-    #: right-hand side of a triangular solve).
-    whole_data = False
 
     def reads(self, node):
         """The access kind of each child, in the order of ``node.children``."""
@@ -72,6 +69,11 @@ class Rule:
     def kernel_spec(self, node):
         """The distribution whose kernel the node's code calls (None: none)."""
         return None
+
+    def whole_operands(self, node):
+        """Positions of the children below which data are read whole, not row by
+        row (a covariance's inputs, a product's right operand)."""
+        return ()
 
     def length(self, node, below, ctx):
         """The run-time plate length of ``node`` (None for a scalar), checking what
@@ -278,6 +280,9 @@ class MatMulRule(Rule):
     def reads(self, node):
         return (AT_ROW, WHOLE)
 
+    def whole_operands(self, node):
+        return (1,)
+
     def evaluate(self, node, args, values, batch):
         a, b = lifted_each(node, args, batch)
         if batch:
@@ -382,6 +387,9 @@ class MatVecRule(Rule):
     def reads(self, node):
         return (AT_ROW, WHOLE)
 
+    def whole_operands(self, node):
+        return (1,)
+
     def evaluate(self, node, args, values, batch):
         return args[1] @ args[0].T
 
@@ -424,9 +432,12 @@ class LogSumExpRule(SumRule):
 
 class _WholeMatrixRule(Rule):
     """A whole matrix computed from whole values (``logdens.linalg``, ``logdens.gp``):
-    the data below it are read whole (``whole_data``)."""
+    the data below it are read whole."""
 
-    shaped_only = whole_data = True
+    shaped_only = True
+
+    def whole_operands(self, node):
+        return range(len(node.children))
 
     def reads(self, node):
         return (WHOLE,) * len(node.children)
@@ -626,7 +637,7 @@ def whole_data(term):
     not as rows: every one when the term is one multivariate event or a whole
     batch of them (its value a data event or a parameter expression: a
     Gaussian process's inputs, a group-level predictor matrix), else those a
-    node reads whole below it (``Rule.whole_data``) and a multivariate kernel's data
+    node reads whole below it (``Rule.whole_operands``) and a multivariate kernel's data
     arguments that are one event (a data Cholesky factor)."""
     found = {}
     if term.dist is not None and term.dist.spec.multivariate:
@@ -637,8 +648,8 @@ def whole_data(term):
                 found.update({id(n): n for n in ex.nodes(node) if rule(n).data} if every else {id(node): node})
     for root in term.args:
         for node in ex.nodes(root):
-            if rule(node).whole_data:
-                found.update({id(n): n for n in ex.nodes(node) if rule(n).data})
+            for position in rule(node).whole_operands(node):
+                found.update({id(n): n for n in ex.nodes(node.children[position]) if rule(n).data})
     return found
 
 

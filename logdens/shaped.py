@@ -63,8 +63,8 @@ class _RowsOf:
 
     ndim = property(lambda self: len(self.shape))
 
-    def label(self):
-        return self.children[0].label()
+    def label(self, depth=ex.LABEL_DEPTH):
+        return self.children[0].label(depth)
 
     def depends_on_params(self):
         return self.children[0].depends_on_params()

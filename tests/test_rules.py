@@ -69,8 +69,8 @@ def test_attributes_of_each_node_type():
     assert {kind for kind, n in _nodes().items() if rules.rule(n).shaped_only} == {
         "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Cholesky", "AddDiag", "GPCov", "SolveTriangular",
         "CholeskyLogDet"}
-    whole = {"Cholesky", "AddDiag", "GPCov", "SolveTriangular", "CholeskyLogDet"}
-    assert {kind for kind, n in _nodes().items() if rules.rule(n).whole_data} == whole
+    whole = {"Cholesky", "AddDiag", "GPCov", "SolveTriangular", "CholeskyLogDet", "MatVec", "MatMul"}
+    assert {kind for kind, n in _nodes().items() if tuple(rules.rule(n).whole_operands(n))} == whole
 
 
 def test_fold_visits_a_shared_sub_expression_once_and_deeper_than_the_stack():

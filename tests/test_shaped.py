@@ -226,9 +226,26 @@ def test_lowering_errors_name_the_term():
     m = ld.Model()
     W = m.param("W", ld.Normal(0, 1), shape=(3, 3))
     X = m.data("X", rng.normal(size=(3, 3)))
-    m.potential("p", ld.sum(W @ X))
+    m.potential("p", ld.sum(ld.sum(X @ W, axis=0) * 2.0))  # a sum over the rows, inside
     with pytest.raises(ModelError, match="term 'p'.*rows of data"):
         m.compile()
+
+
+def test_data_on_the_right_of_a_product_are_read_whole():
+    """W @ X with data X on the right: X is read whole (not as rows), so the
+    product of a parameter matrix and a data matrix is one whole value."""
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(3, 4))
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(2, 3))
+    m.potential("p", ld.sum(ld.tanh(W @ m.data("X", X))))
+    density = m.compile()
+    theta = rng.normal(size=6)
+    lp, grad = density.log_density_gradient(theta)
+    W_value = theta.reshape(2, 3)
+    expected = stats.norm().logpdf(theta).sum() + np.sum(np.tanh(W_value @ X))
+    assert density.log_density(theta, propto=False) == pytest.approx(expected, abs=1e-12)
+    np.testing.assert_allclose(grad, -theta + ((1 - np.tanh(W_value @ X) ** 2) @ X.T).ravel(), atol=1e-12)
 
 
 @pytest.mark.parametrize("n", [150, 2100])  # two blocks; three products of gathered rows, the last partial
