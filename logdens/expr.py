@@ -70,6 +70,8 @@ class Expr:
 
     shape = ()
     children = ()
+    #: A leaf whose value changes between calls: a parameter, a scan's carry.
+    varies = False
 
     def __add__(self, other):
         return Binary("add", self, as_expr(other))
@@ -176,7 +178,7 @@ class Expr:
         return [node for node in nodes(self) if not node.children]
 
     def depends_on_params(self):
-        return any(isinstance(leaf, Param) for leaf in self.leaves())
+        return any(leaf.varies for leaf in self.leaves())
 
     def logpdf_expression(self, dist, x):
         """``dist.logpdf(x)`` when ``x`` or a parameter of ``dist`` is an expression
@@ -209,6 +211,8 @@ def _take_tuple(node, index):
 
 class Param(Expr):
     """A model parameter's constrained value (``shape`` () or (n,))."""
+
+    varies = True
 
     def __init__(self, name, shape, constraint):
         self.name, self.shape, self.constraint = name, shape, constraint

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import special as sp
 
 from logdens import expr as ex
-from logdens import gp, linalg
+from logdens import gp, linalg, scans
 from logdens.distributions import vectorize
 from logdens.distributions.frozen import _first_violation
 from logdens.expr import ModelError
@@ -523,6 +523,59 @@ class GPCovRule(_WholeMatrixRule):
         return alpha ** 2 * k
 
 
+class PlaceholderRule(Rule):
+    """The carry or an input inside a scan's body (``logdens.scans``): its value is
+    the step's; unbound (the body seen outside its loop), zeros."""
+
+    shaped_only = True
+
+    def evaluate(self, node, args, values, batch):
+        return values.get(node.key, np.zeros(node.shape))
+
+    def length(self, node, below, ctx):
+        return node.shape[0] if node.shape else None
+
+
+def _run_scan(scan, args, values, batch):
+    """``(carries, ys)`` of ``scan`` in numpy, ``args`` its children's values: the
+    body evaluated at each step, in ``evaluate``'s convention (with ``batch``,
+    a leading axis of draws; a scalar carry or input bound as (n, 1))."""
+    from logdens.evaluate import evaluate
+    init, *xs = lifted_each(scan, args, batch)[:1 + scan.n_xs]
+    lead = (np.shape(init)[0],) if batch else ()
+
+    def bound(value, shape):
+        value = np.reshape(np.asarray(value, dtype=float), lead + shape)
+        return value.reshape(lead + (1,)) if batch and shape == () else value
+    carry, carries, ys = bound(init, scan.carry.shape), [], []
+    for t in range(scan.length):
+        step = {**values, scan.carry.key: carry}
+        for placeholder, x in zip(scan.inputs, xs):
+            step[placeholder.key] = bound(np.asarray(x)[:, t] if batch else np.asarray(x)[t], placeholder.shape)
+        if scan.has_y:
+            ys.append(np.reshape(evaluate(scan.y, step, batch), lead + scan.y.shape))
+        carry = bound(evaluate(scan.next_carry, step, batch), scan.carry.shape)
+        carries.append(np.reshape(carry, lead + scan.carry.shape))
+    axis = 1 if batch else 0
+    return np.stack(carries, axis=axis), (np.stack(ys, axis=axis) if ys else None)
+
+
+class ScanRule(_WholeMatrixRule):
+    """``ld.scan``: the numpy loop (``_run_scan``)."""
+
+    def evaluate(self, node, args, values, batch):
+        return _run_scan(node, args, values, batch)[0]
+
+
+class ScanOutputsRule(_WholeMatrixRule):
+    """``ys`` of ``ld.scan``: the same loop, its outputs."""
+
+    def evaluate(self, node, args, values, batch):
+        from logdens.evaluate import evaluate
+        scan = node.children[0]
+        return _run_scan(scan, [evaluate(c, values, batch) for c in scan.children], values, batch)[1]
+
+
 RULES = {
     ex.Param: ParamRule(), ex.Data: DataRule(), ex.Const: ConstRule(),
     ex.Unary: ElementwiseRule(), ex.Binary: ElementwiseRule(), ex.Ternary: ElementwiseRule(),
@@ -533,6 +586,7 @@ RULES = {
     ex.LogSoftmax: LogSoftmaxRule(), ex.Transpose: TransposeRule(), ex.Take: TakeRule(),
     linalg.Cholesky: CholeskyRule(), linalg.AddDiag: AddDiagRule(), gp.GPCov: GPCovRule(),
     linalg.SolveTriangular: SolveTriangularRule(), linalg.CholeskyLogDet: CholeskyLogDetRule(),
+    scans.Placeholder: PlaceholderRule(), scans.Scan: ScanRule(), scans.ScanOutputs: ScanOutputsRule(),
 }
 
 

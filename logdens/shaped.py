@@ -27,6 +27,7 @@ import math
 
 from logdens import expr as ex
 from logdens import gp, linalg, linalg_kernels, rules, validate
+from logdens import scans as scan_nodes
 from logdens.cpu_blocks import BLOCK
 from logdens.expr import ModelError
 from logdens.layout import module_alias
@@ -135,6 +136,7 @@ class ShapedTerm:
         self.event_data = set(rules.whole_data(term))  # data read whole, not as rows
         self.root = self._rows_of_wholes(self.root)
         self._visit(self.root)
+        self.body = self._scan_bodies()
         self.rowed = self.info[id(self.root)].rowed
         self.parents = {}  # id(node) -> [(parent, position of node among its children)]
         for node in self.order:
@@ -159,6 +161,26 @@ class ShapedTerm:
                 continue
             self.info[id(node)] = self._classify(node)
             self.order.append(node)
+
+    def _scan_bodies(self):
+        """``id(scan) -> its body``: the nodes that depend on the scan's placeholders,
+        children first, placeholders first of all; every such node is computed in
+        the scan's loop only (``body_ids``)."""
+        deps, bodies = {}, {}
+        for node in self.order:
+            found = set().union(*(deps[id(c)] for c in node.children)) if node.children else set()
+            if isinstance(node, scan_nodes.Placeholder):
+                found = {node.key}
+            elif isinstance(node, scan_nodes.Scan):
+                own = {node.carry.key, *(x.key for x in node.inputs)}
+                bodies[id(node)] = [n for n in self.order if deps.get(id(n), set()) & own]
+                found -= own
+                if found:
+                    raise ModelError(f"{self.where}: {node.label()}: a scan inside another scan's step is not "
+                                     "supported")
+            deps[id(node)] = found
+        self.body_ids = {id(n) for body in bodies.values() for n in body}
+        return bodies
 
     def _rows_of_wholes(self, root):
         """``root`` with each whole value that an elementwise node or univariate
@@ -749,6 +771,46 @@ class ShapedTerm:
         return ["for r in range(nb):", f"    for t in range({size}):",
                 f"        {info.value}[r, t] = {self._whole(node.children[0])}[(b0 + r) * {size} + t]"]
 
+    def _fwd_placeholder(self, node, info):
+        return []  # set by its scan's loop
+
+    def _fwd_scan_outputs(self, node, info):
+        return []  # stored by its scan's loop
+
+    def _scan_outputs(self, node):
+        """The info of the ``ScanOutputs`` node of scan ``node`` in this term, or None."""
+        return next((self.info[id(n)] for n in self.order
+                     if isinstance(n, scan_nodes.ScanOutputs) and n.children[0] is node), None)
+
+    def _scan_step(self, node, info, time):
+        """Lines of one step at ``time``: the placeholders bound (the carry from
+        ``init`` or the stored carry before, each x_t), then the body."""
+        size = max(info.size // node.length, 1)
+        carry, init = self.info[id(node.carry)].value, node.children[0]
+        start = literal(init.value) if _rule(init).constant else self._whole(init)
+        lines = [f"if {time} == 0:", f"    {carry}[:] = {start}", "else:",
+                 f"    {carry}[:] = {info.value}[({time} - 1) * {size}:{time} * {size}]"]
+        for placeholder, x in zip(node.inputs, node.children[1:1 + node.n_xs]):
+            width = max(math.prod(placeholder.shape), 1)
+            lines.append(f"{self.info[id(placeholder)].value}[:] = "
+                         f"{self._whole(x)}[{time} * {width}:({time} + 1) * {width}]")
+        body = [n for n in self.body[id(node)] if not isinstance(n, scan_nodes.Placeholder)]
+        return lines + [line for n in body for line in self._forward(n)]
+
+    def _flat_code(self, node):
+        """A whole node's flat buffer, or a constant's literal."""
+        return literal(node.value) if _rule(node).constant else self._whole(node)
+
+    def _fwd_scan(self, node, info):
+        time = f"time{info.value[2:]}"
+        size = max(info.size // node.length, 1)
+        store = [f"{info.value}[{time} * {size}:({time} + 1) * {size}] = {self._flat_code(node.next_carry)}"]
+        outputs = self._scan_outputs(node)
+        if outputs is not None:
+            width = max(outputs.size // node.length, 1)
+            store.append(f"{outputs.value}[{time} * {width}:({time} + 1) * {width}] = {self._flat_code(node.y)}")
+        return [f"for {time} in range({node.length}):"] + indent(self._scan_step(node, info, time) + store)
+
     # ----- reverse ------------------------------------------------------
     def _contributions(self, node, child_rowed, fixed_row=False):
         """Lines adding ``node``'s adjoint times its partials to the adjoints of its
@@ -946,6 +1008,47 @@ class ShapedTerm:
                  f"    {self.info[id(node.children[0])].adjoint}[(b0 + r) * {size} + t] += {info.adjoint}[r, t]"]
         return self._rows(lines, True, fixed_row)
 
+    def _rev_scan_outputs(self, node, info, kids, fixed_row):
+        return []  # its scan's backward loop reads its adjoint
+
+    def _rev_placeholder(self, node, info, kids, fixed_row):
+        return []
+
+    def _rev_scan(self, node, info, kids, fixed_row):
+        """The backward loop: each step's body recomputed from its stored carry, its
+        adjoints zeroed and seeded (the carry's from the scan's adjoint and the
+        step after; y_t's), swept back, and the carry's adjoint passed on."""
+        time, n = f"time{info.value[2:]}", info.value[2:]
+        size = max(info.size // node.length, 1)
+        carried = self.low.workspaces.declare(f"sn{n}", size)  # the adjoint of the carry after the step
+        body = self.body[id(node)]
+        zero = [f"{self.info[id(b)].adjoint}[:] = 0.0" for b in body
+                if self.info[id(b)].adjoint is not None and not self.info[id(b)].in_place]
+        seed = []
+        next_carry = self.info[id(node.next_carry)]
+        if next_carry.adjoint is not None:
+            seed += [f"{next_carry.adjoint}[:] += {info.adjoint}[{time} * {size}:({time} + 1) * {size}]",
+                     f"{next_carry.adjoint}[:] += {carried}"]
+        outputs = self._scan_outputs(node)
+        y = self.info[id(node.y)] if node.has_y else None
+        if outputs is not None and outputs.adjoint is not None and y.adjoint is not None:
+            width = max(outputs.size // node.length, 1)
+            seed.append(f"{y.adjoint}[:] += {outputs.adjoint}[{time} * {width}:({time} + 1) * {width}]")
+        sweep = [line for b in reversed(body) if not isinstance(b, scan_nodes.Placeholder)
+                 for line in self._contributions(b, False)]
+        carry = self.info[id(node.carry)]
+        passed = [f"{carried}[:] = {carry.adjoint}"]
+        for placeholder, x in zip(node.inputs, node.children[1:1 + node.n_xs]):
+            xi, width = self.info[id(x)], max(math.prod(placeholder.shape), 1)
+            if xi.adjoint is not None:
+                passed.append(f"{xi.adjoint}[{time} * {width}:({time} + 1) * {width}] += "
+                              f"{self.info[id(placeholder)].adjoint}")
+        init = self.info[id(node.children[0])]
+        last = [f"{init.adjoint} += {carried}"] if init.adjoint is not None else []
+        step = self._scan_step(node, info, time) + zero + seed + sweep + passed
+        return ([f"{carried}[:] = 0.0", f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step)
+                + last)
+
     def _rev_param(self, node, info, row):
         """Lines sending a parameter's adjoint buffer into the gradient (``row``: the
         per-sample row, or None) or into its event transform's adjoint."""
@@ -966,7 +1069,7 @@ class ShapedTerm:
         whole = [n for n in self.order if not self.info[id(n)].rowed]
         rowed = [n for n in self.order if self.info[id(n)].rowed]
         head = [f"# term {self.term.name!r} (values with shape): {self._describe()}"]
-        forward_whole = [line for n in whole for line in self._forward(n)]
+        forward_whole = [line for n in whole if id(n) not in self.body_ids for line in self._forward(n)]
         if not self.rowed:  # no rows of data: one row, and every value is whole
             return head + self._whole_term(forward_whole, whole)
         n_rows = f"n_{self.layout.data_ident(self.rowed_data)}"
@@ -1049,7 +1152,7 @@ class ShapedTerm:
         lines = []
         for n in reversed(whole):
             info = self.info[id(n)]
-            if info.adjoint is None and not isinstance(n, _Kernel):
+            if (info.adjoint is None and not isinstance(n, _Kernel)) or id(n) in self.body_ids:
                 continue
             if _rule(n).param:
                 lines += [] if info.in_place else self._rev_param(n, info, row)
@@ -1078,4 +1181,5 @@ KINDS = {
     ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum", ex.Gather: "gather",
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
     linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
+    scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",
 }

@@ -217,3 +217,18 @@ def test_the_gaussian_process_example_compiles_and_has_a_finite_gradient():
     density = namespace["m"].compile()
     lp, grad = density.log_density_gradient(np.zeros(density.dim))
     assert np.isfinite(lp) and np.all(np.isfinite(grad)) and density.dim == 23
+
+
+def test_the_scan_example_compiles_and_has_a_finite_gradient():
+    """The Distributions section's scan snippet: GARCH(1,1) and an HMM in one
+    model, compiled, with a finite gradient."""
+    import logdens as ld
+    block = _python_blocks("Distributions")[3]
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=50) * 0.3
+    namespace = {"ld": ld, "np": np, "r": r, "r_previous": np.concatenate([[0.0], r[:-1]]),
+                 "y": rng.normal(size=40)}
+    exec(compile(block, "README.md", "exec"), namespace)
+    density = namespace["m"].compile()
+    lp, grad = density.log_density_gradient(np.full(density.dim, 0.1))
+    assert np.isfinite(lp) and np.all(np.isfinite(grad)) and density.dim == 3 + 3 + 9 + 2
