@@ -14,7 +14,7 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 MODELS = ["radon", "logistic_regression", "robust_regression", "mixture", "negative_binomial_glm", "correlated_normal",
           "softmax_regression", "ordinal_regression", "varying_slopes", "dirichlet_multinomial", "gp_regression",
-          "garch", "hmm"]
+          "garch", "hmm", "stochastic_volatility"]
 WORKLOADS = ["poisson_gradient", "embedded_atom", "normal_ad", "broadcast_sum_exp", "mlp_per_sample"]
 
 
