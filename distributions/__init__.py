@@ -7,6 +7,7 @@ distributions, ``MULTIVARIATE`` the others.
 """
 
 from .frozen import Distribution, InvalidArgumentError
+from .ar import AR
 from .bernoulli import Bernoulli
 from .bernoulli_logit import BernoulliLogit
 from .beta import Beta
@@ -21,6 +22,7 @@ from .dirichlet import Dirichlet
 from .dirichlet_multinomial import DirichletMultinomial
 from .exponential import Exponential
 from .gamma import Gamma
+from .gaussian_random_walk import GaussianRandomWalk
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -65,8 +67,8 @@ ALL = (
 )
 
 MULTIVARIATE = (
-    Categorical, CategoricalLogit, Dirichlet, DirichletMultinomial, LKJCholesky, LKJCorr, Multinomial,
-    MvNormal, MvStudentT, OrderedLogistic, OrderedProbit,
+    AR, Categorical, CategoricalLogit, Dirichlet, DirichletMultinomial, GaussianRandomWalk, LKJCholesky,
+    LKJCorr, Multinomial, MvNormal, MvStudentT, OrderedLogistic, OrderedProbit,
 )
 
 __all__ = (["ALL", "MULTIVARIATE", "Distribution", "InvalidArgumentError"]

@@ -105,9 +105,10 @@ class MultivariateDistribution(Distribution):
                  for n, a, p in zip(self.spec.arg_names, arrays, partials) if p is not None}
         return (lp[()] if lp.ndim == 0 else lp), {n: (g[()] if g.ndim == 0 else g) for n, g in grads.items()}
 
-    def draw(self, state, size=None):
-        """Draws of whole events from ``state`` (see ``Distribution.draw``)."""
-        event = self.event_shape()
+    def draw(self, state, size=None, event=None):
+        """Draws of whole events from ``state`` (see ``Distribution.draw``), of shape
+        ``event`` where no parameter fixes it (a series' length)."""
+        event = self.event_shape() if event is None else tuple(int(n) for n in event)
         batch, _, arrays = self._events(np.zeros(event))
         params = arrays[1:]
         if size is not None:

@@ -341,9 +341,14 @@ class LogDensity:
         """Observations per observed term for the current data (checked once, in ``set_data``)."""
         counts = {}
         for term in self.model.terms:
-            if term.per_observation:
-                lengths = [validate.length(a, self._arrays, self.layout, "") for a in term.args]
-                counts[term.name] = max((n for n in lengths if n is not None), default=1)
+            if not term.per_observation:
+                continue
+            if term.dist is not None and term.dist.spec.multivariate and \
+                    term.args[0].ndim == len(term.dist.spec.events[0]):
+                counts[term.name] = 1  # one event: a series, a Gaussian process's values
+                continue
+            lengths = [validate.length(a, self._arrays, self.layout, "") for a in term.args]
+            counts[term.name] = max((n for n in lengths if n is not None), default=1)
         return counts
 
     def pointwise_log_likelihood(self, theta):

@@ -132,6 +132,15 @@ def _draw_shape(term, n, shape):
     return (n,) + shape[:len(shape) - len(term.dist.spec.events[0])]
 
 
+def _draw(dist, state, term, n, shape):
+    """(n, *shape) draws of ``dist`` (``term``'s distribution at the draws), a
+    multivariate one's events of the value's shape (a series' length)."""
+    size = _draw_shape(term, n, shape)
+    if not term.dist.spec.multivariate:
+        return dist.draw(state, size)
+    return dist.draw(state, size, event=shape[len(size) - 1:])
+
+
 def _distribution(term, arguments, what, kind=None):
     """``term``'s distribution (or one of ``kind``) with numeric ``arguments``; an
     invalid one (a draw that gives a scale of 0) is a ModelError naming the term."""
@@ -210,7 +219,7 @@ def _draw_parameter(term, param, values, n, state, what):
     constraint = _at_draws_bounds(param.constraint, values, n, param.shape)
     _check_cut(term, param, constraint, arguments, what)
     dist = _distribution(term, arguments, what)
-    x = dist.draw(state, _draw_shape(term, n, param.shape))
+    x = _draw(dist, state, term, n, param.shape)
     kind = param.constraint.name
     if term.dist.spec.multivariate:  # its draws are events of its support
         if kind != term.dist.spec.support.name:
@@ -251,10 +260,11 @@ def _draw_observed(source, values, n, state, names, what):
         elif term.name in names:
             value_shape = np.shape(evaluate(term.value, source.data))
             arguments = _arguments(term, values, n, value_shape)
-            shape = next(iter(arguments.values())).shape
+            dist = _distribution(term, arguments, what)
             if term.dist.spec.multivariate:
-                shape = _draw_shape(term, n, value_shape)
-            out[term.name] = _distribution(term, arguments, what).draw(state, shape)
+                out[term.name] = _draw(dist, state, term, n, value_shape)
+            else:
+                out[term.name] = dist.draw(state, next(iter(arguments.values())).shape)
     return out
 
 
