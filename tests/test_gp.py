@@ -190,7 +190,7 @@ def test_nuts_on_a_gp_regression_recovers_the_function_and_the_noise():
     sigma = m.param("sigma", ld.HalfNormal(1.0))
     m.observe("y", ld.MvNormal(np.zeros(30), scale_tril=ld.cholesky(
         ld.add_diag(ld.gp.exp_quad(m.data("x", x), alpha, rho), sigma ** 2))), y)
-    post = ld.nuts(m.compile(), draws=1000, tune=500, chains=2, seed=3, progress=False).posterior
+    post = ld.nuts(m.compile(), draws=500, tune=300, chains=2, seed=3, progress=False).posterior
     a, r, s = (post[k].values.ravel() for k in ("alpha", "rho", "sigma"))
     means = np.array([covariance("exp_quad", x, ai, ri) @ np.linalg.solve(
         covariance("exp_quad", x, ai, ri) + si ** 2 * np.eye(30), y) for ai, ri, si in zip(a, r, s)])
