@@ -497,6 +497,30 @@ def test_nuts_recovers_an_ar1():
     assert bulk_ess(post["sigma"].values) > 100
 
 
+@pytest.mark.slow
+def test_nuts_on_an_ar5_matches_its_exact_gaussian_posterior():
+    """AR(5) with sigma known (0.5) and rho ~ Normal(0, 10): the first five values'
+    density does not involve rho, so the posterior of rho is Gaussian with
+    precision X^T X / sigma^2 + I / 100 and mean that times X^T y / sigma^2
+    (X the lagged values). NUTS's posterior means within 4 Monte Carlo standard
+    errors (bulk ESS) of the exact ones, and its sds within 15%."""
+    truth = np.array([0.4, -0.2, 0.15, 0.1, -0.1])
+    y = series(AR_SPEC, (truth, 0.5, 1.0), 400, seed=9)
+    m = ld.Model()
+    rho = m.param("rho", ld.Normal(0, 10), shape=5)
+    m.observe("y", ld.AR(rho, 0.5), y)
+    post = ld.nuts(m, draws=1000, tune=500, chains=2, seed=2, progress=False).posterior["rho"].values
+    X = np.column_stack([y[5 - k:len(y) - k] for k in range(1, 6)])
+    precision = X.T @ X / 0.25 + np.eye(5) / 100.0
+    mean = np.linalg.solve(precision, X.T @ y[5:] / 0.25)
+    sd = np.sqrt(np.diag(np.linalg.inv(precision)))
+    draws = post.reshape(-1, 5)
+    for k in range(5):
+        mcse = draws[:, k].std() / math.sqrt(bulk_ess(post[..., k]))
+        assert abs(draws[:, k].mean() - mean[k]) < 4 * mcse, (k, draws[:, k].mean(), mean[k], mcse)
+        assert abs(draws[:, k].std() / sd[k] - 1) < 0.15, (k, draws[:, k].std(), sd[k])
+
+
 def test_one_observed_series_is_one_observation():
     """An observed series (one event) has one pointwise log-likelihood, the whole
     series', and its posterior predictive draws have the series' shape."""
