@@ -83,8 +83,6 @@ def test_the_matrix_example_runs_as_written():
     assert density.per_sample_gradient(theta, "Y").shape == (8, density.dim)
 
 
-import pytest  # noqa: E402  (the tests above need no pytest)
-
 OTHER_SAMPLERS = "Using logdens with other samplers"
 
 
