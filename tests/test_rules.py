@@ -6,7 +6,7 @@ import pytest
 
 import logdens as ld
 from logdens import expr as ex
-from logdens import gp, linalg
+from logdens import gp, linalg, scans
 from logdens import rules
 from logdens.layout import Layout
 from logdens.rules import AT_ITS_ROW, AT_ROW, GATHERED, INDEX, ONE_PER_ROW, PREFIX, SHIFTED, WHOLE
@@ -25,11 +25,17 @@ def _nodes():
             "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1],
             "Cholesky": ld.cholesky(ld.add_diag(X.T @ X, s)), "AddDiag": ld.add_diag(X.T @ X, s),
             "GPCov": ld.gp.exp_quad(g, s, 1.0), "SolveTriangular": ld.solve_triangular(X.T @ X, a),
-            "CholeskyLogDet": ld.cholesky_logdet(X.T @ X)}
+            "CholeskyLogDet": ld.cholesky_logdet(X.T @ X), **_scan_nodes(a, s)}
+
+
+def _scan_nodes(a, s):
+    """A scan with outputs, and its carry placeholder."""
+    carries, outputs = ld.scan(lambda c, x: (s * c + x, c * c), a[0], a)
+    return {"Scan": carries, "ScanOutputs": outputs, "Placeholder": carries.carry}
 
 
 def test_every_node_type_has_a_rule():
-    modules = (ex, linalg, gp)  # every module that defines expression node types
+    modules = (ex, linalg, gp, scans)  # every module that defines expression node types
     types = {c for module in modules for c in vars(module).values()
              if isinstance(c, type) and issubclass(c, ex.Expr) and c is not ex.Expr}
     assert types == set(rules.RULES) and {t.__name__ for t in types} == set(_nodes())
@@ -65,11 +71,13 @@ def test_attributes_of_each_node_type():
                      "LogSumExp": {"reduces"}, "Ternary": {"elementwise"},
                      "Cumsum": {"reduces"}, "MatMul": set(), "Reduce": set(), "LogSoftmax": set(),
                      "Transpose": set(), "Take": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set(),
-                     "SolveTriangular": set(), "CholeskyLogDet": set()}
+                     "SolveTriangular": set(), "CholeskyLogDet": set(), "Scan": set(), "ScanOutputs": set(),
+                     "Placeholder": set()}
     assert {kind for kind, n in _nodes().items() if rules.rule(n).shaped_only} == {
         "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Cholesky", "AddDiag", "GPCov", "SolveTriangular",
-        "CholeskyLogDet"}
-    whole = {"Cholesky", "AddDiag", "GPCov", "SolveTriangular", "CholeskyLogDet", "MatVec", "MatMul"}
+        "CholeskyLogDet", "Scan", "ScanOutputs", "Placeholder"}
+    whole = {"Cholesky", "AddDiag", "GPCov", "SolveTriangular", "CholeskyLogDet", "MatVec", "MatMul", "Scan",
+             "ScanOutputs"}
     assert {kind for kind, n in _nodes().items() if tuple(rules.rule(n).whole_operands(n))} == whole
 
 
