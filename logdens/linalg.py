@@ -76,6 +76,26 @@ class CholeskyLogDet(ex.Expr):
         return f"cholesky_logdet({children[0]})"
 
 
+class Stack(ex.Expr):
+    """Values of one shape stacked along a new first axis (``np.stack``): a vector
+    from scalars, a scan's carry from its parts."""
+
+    def __init__(self, parts):
+        shapes = {p.shape for p in parts}
+        if not parts or len(shapes) != 1:
+            raise ModelError(f"stack: needs values of one shape, got shapes {[p.shape for p in parts]}")
+        self.children, self.shape = tuple(parts), (len(parts), *parts[0].shape)
+
+    def _format(self, children):
+        return f"stack([{', '.join(children)}])"
+
+
+def stack(values):
+    """``[a, b, ...]`` as one expression of shape (k, *shape): whole values only
+    (parameters, constants and what is computed from them, not rows of data)."""
+    return Stack([ex.as_expr(v) for v in values])
+
+
 def solve_triangular(factor, rhs, trans=False):
     """L⁻¹ b (``trans``: L⁻ᵀ b) for a lower-triangular ``factor`` L, ``rhs`` a vector
     or a matrix: a whitened residual, a GP's predictive mean."""

@@ -501,6 +501,16 @@ class CholeskyLogDetRule(_WholeMatrixRule):
         return None
 
 
+class StackRule(_WholeMatrixRule):
+    """``ld.stack([a, b, ...])``."""
+
+    def evaluate(self, node, args, values, batch):
+        parts = [np.asarray(a, dtype=float) for a in lifted_each(node, args, batch)]
+        if batch:  # scalars come as (n,), vectors as (n, *shape): stack after the draw axis
+            return np.stack(parts, axis=1)
+        return np.stack(parts)
+
+
 class GPCovRule(_WholeMatrixRule):
     """``ld.gp.exp_quad(x, alpha, rho)`` and the other covariance functions."""
 
@@ -586,6 +596,7 @@ RULES = {
     ex.LogSoftmax: LogSoftmaxRule(), ex.Transpose: TransposeRule(), ex.Take: TakeRule(),
     linalg.Cholesky: CholeskyRule(), linalg.AddDiag: AddDiagRule(), gp.GPCov: GPCovRule(),
     linalg.SolveTriangular: SolveTriangularRule(), linalg.CholeskyLogDet: CholeskyLogDetRule(),
+    linalg.Stack: StackRule(),
     scans.Placeholder: PlaceholderRule(), scans.Scan: ScanRule(), scans.ScanOutputs: ScanOutputsRule(),
 }
 

@@ -755,6 +755,12 @@ class ShapedTerm:
         return ["acc = 0.0", f"for i in range({n}):", f"    acc += vmath.log({factor}[i * {n + 1}])",
                 f"{info.value}[0] = 2.0 * acc"]
 
+    def _fwd_stack(self, node, info):
+        self._whole_matrix(node)
+        size = max(info.size // len(node.children), 1)
+        return [f"{info.value}[{k * size}:{(k + 1) * size}] = {self._flat_code(part)}"
+                for k, part in enumerate(node.children)]
+
     def _gp_arguments(self, node):
         """The arguments of ``gp.cov_forward`` and ``gp.cov_reverse`` before K."""
         x, *params = node.children
@@ -997,6 +1003,10 @@ class ShapedTerm:
         return [f"for i in range({n}):",
                 f"    {factor.adjoint}[i * {n + 1}] += 2.0 * {info.adjoint}[0] / {factor.value}[i * {n + 1}]"]
 
+    def _rev_stack(self, node, info, kids, fixed_row):
+        size = max(info.size // len(node.children), 1)
+        return [f"{self.info[id(c)].adjoint} += {info.adjoint}[{j * size}:{(j + 1) * size}]" for j, c in kids]
+
     def _rev_gp_cov(self, node, info, kids, fixed_row):
         partials = f"sg{info.value[2:]}"
         lines = [f"{partials} = gp.cov_reverse({self._gp_arguments(node)}, {info.value}, {info.adjoint})"]
@@ -1182,4 +1192,5 @@ KINDS = {
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
     linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
     scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",
+    linalg.Stack: "stack",
 }

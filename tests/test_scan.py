@@ -119,12 +119,11 @@ def test_hmm_marginal_in_numpy_and_its_errors():
 
 def test_kalman_filter_as_a_scan_is_the_exact_gaussian_likelihood():
     """A local-level model, x_t = x_{t-1} + N(0, q), y_t = x_t + N(0, r), x_0 ~ N(0, p0):
-    the filter's carry is (mean, variance), its output each step's predictive
+    the filter's carry is ld.stack([mean, variance]), its output each step's predictive
     log density; their sum is the log density of y under the covariance
     p0 + q min(s, t) + r [s = t] (s, t from 1)."""
     T, p0 = 25, 2.0
     y = np.cumsum(RNG.normal(size=T) * 0.5) + RNG.normal(size=T) * 0.3
-    first, second = np.array([1.0, 0.0]), np.array([0.0, 1.0])
     m = ld.Model()
     q = m.param("q", ld.HalfNormal(1.0))
     r = m.param("r", ld.HalfNormal(1.0))
@@ -134,7 +133,7 @@ def test_kalman_filter_as_a_scan_is_the_exact_gaussian_likelihood():
         total = variance + r
         gain = variance / total
         log_density = -0.5 * (ld.log(2 * math.pi * total) + (y_t - mean) ** 2 / total)
-        return (mean + gain * (y_t - mean)) * first + (1 - gain) * variance * second, log_density
+        return ld.stack([mean + gain * (y_t - mean), (1 - gain) * variance]), log_density
     _, log_densities = ld.scan(step, np.array([0.0, p0 - 0.0]), m.data("y", y))
     m.potential("lik", ld.sum(log_densities))
     density = m.compile()
@@ -194,3 +193,23 @@ def test_nuts_recovers_a_garch_process():
         draws = post[name].values
         assert abs(draws.mean() - truth) < 4 * draws.std(), (name, draws.mean(), draws.std())
     assert np.all(post["a1"].values + post["b1"].values < 1)
+
+
+def test_stack_of_whole_values_and_its_numpy_value():
+    """ld.stack of scalars and of vectors: the compiled gradient against central
+    differences, and the batched numpy value (the samplers' deterministics)."""
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1))
+    v = m.param("v", ld.Normal(0, 1), shape=2)
+    s = m.deterministic("s", ld.stack([a * a, ld.exp(a), 2.0]))
+    t = m.deterministic("t", ld.stack([v, v * a]))
+    m.potential("p", ld.sum(ld.tanh(s)) + ld.sum(t * t))
+    density = m.compile()
+    theta = np.array([0.3, -0.4, 0.7])
+    assert_gradient(density, theta)
+    batch = density.constrain_batch(np.array([theta, -theta]))
+    for row, th in zip(range(2), (theta, -theta)):
+        np.testing.assert_allclose(batch["s"][row], [th[0] ** 2, np.exp(th[0]), 2.0], rtol=1e-14)
+        np.testing.assert_allclose(batch["t"][row], [th[1:], th[1:] * th[0]], rtol=1e-14)
+    with pytest.raises(ld.ModelError, match="stack: needs values of one shape"):
+        ld.stack([a, v])
