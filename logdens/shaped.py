@@ -163,23 +163,28 @@ class ShapedTerm:
             self.order.append(node)
 
     def _scan_bodies(self):
-        """``id(scan) -> its body``: the nodes that depend on the scan's placeholders,
-        children first, placeholders first of all; every such node is computed in
-        the scan's loop only (``body_ids``)."""
-        deps, bodies = {}, {}
+        """``id(scan) -> its body``: the nodes computed from the scan's placeholders,
+        children first, placeholders left out; they run in the scan's loop only
+        (``body_ids``). Also ``scan_outputs``: ``id(scan) ->`` the info of its
+        ``ScanOutputs`` node in this term, if any."""
+        deps, bodies, self.scan_outputs = {}, {}, {}
         for node in self.order:
+            kind = _kind(node)
             found = set().union(*(deps[id(c)] for c in node.children)) if node.children else set()
-            if isinstance(node, scan_nodes.Placeholder):
+            if kind == "placeholder":
                 found = {node.key}
-            elif isinstance(node, scan_nodes.Scan):
+            elif kind == "scan":
                 own = {node.carry.key, *(x.key for x in node.inputs)}
-                bodies[id(node)] = [n for n in self.order if deps.get(id(n), set()) & own]
+                bodies[id(node)] = [n for n in self.order if deps.get(id(n), set()) & own
+                                    and _kind(n) != "placeholder"]
                 found -= own
                 if found:
                     raise ModelError(f"{self.where}: {node.label()}: a scan inside another scan's step is not "
                                      "supported")
+            elif kind == "scan_outputs":
+                self.scan_outputs[id(node.children[0])] = self.info[id(node)]
             deps[id(node)] = found
-        self.body_ids = {id(n) for body in bodies.values() for n in body}
+        self.body_ids = {id(n) for n, found in zip(self.order, (deps[id(n)] for n in self.order)) if found}
         return bodies
 
     def _rows_of_wholes(self, root):
@@ -783,11 +788,6 @@ class ShapedTerm:
     def _fwd_scan_outputs(self, node, info):
         return []  # stored by its scan's loop
 
-    def _scan_outputs(self, node):
-        """The info of the ``ScanOutputs`` node of scan ``node`` in this term, or None."""
-        return next((self.info[id(n)] for n in self.order
-                     if isinstance(n, scan_nodes.ScanOutputs) and n.children[0] is node), None)
-
     def _scan_step(self, node, info, time):
         """Lines of one step at ``time``: the placeholders bound (the carry from
         ``init`` or the stored carry before, each x_t), then the body."""
@@ -800,8 +800,7 @@ class ShapedTerm:
             width = max(math.prod(placeholder.shape), 1)
             lines.append(f"{self.info[id(placeholder)].value}[:] = "
                          f"{self._whole(x)}[{time} * {width}:({time} + 1) * {width}]")
-        body = [n for n in self.body[id(node)] if not isinstance(n, scan_nodes.Placeholder)]
-        return lines + [line for n in body for line in self._forward(n)]
+        return lines + [line for n in self.body[id(node)] for line in self._forward(n)]
 
     def _flat_code(self, node):
         """A whole node's flat buffer, or a constant's literal."""
@@ -811,7 +810,7 @@ class ShapedTerm:
         time = f"time{info.value[2:]}"
         size = max(info.size // node.length, 1)
         store = [f"{info.value}[{time} * {size}:({time} + 1) * {size}] = {self._flat_code(node.next_carry)}"]
-        outputs = self._scan_outputs(node)
+        outputs = self.scan_outputs.get(id(node))
         if outputs is not None:
             width = max(outputs.size // node.length, 1)
             store.append(f"{outputs.value}[{time} * {width}:({time} + 1) * {width}] = {self._flat_code(node.y)}")
@@ -1032,20 +1031,19 @@ class ShapedTerm:
         size = max(info.size // node.length, 1)
         carried = self.low.workspaces.declare(f"sn{n}", size)  # the adjoint of the carry after the step
         body = self.body[id(node)]
-        zero = [f"{self.info[id(b)].adjoint}[:] = 0.0" for b in body
+        zero = [f"{self.info[id(b)].adjoint}[:] = 0.0" for b in [*body, node.carry, *node.inputs]
                 if self.info[id(b)].adjoint is not None and not self.info[id(b)].in_place]
         seed = []
         next_carry = self.info[id(node.next_carry)]
         if next_carry.adjoint is not None:
             seed += [f"{next_carry.adjoint}[:] += {info.adjoint}[{time} * {size}:({time} + 1) * {size}]",
                      f"{next_carry.adjoint}[:] += {carried}"]
-        outputs = self._scan_outputs(node)
+        outputs = self.scan_outputs.get(id(node))
         y = self.info[id(node.y)] if node.has_y else None
         if outputs is not None and outputs.adjoint is not None and y.adjoint is not None:
             width = max(outputs.size // node.length, 1)
             seed.append(f"{y.adjoint}[:] += {outputs.adjoint}[{time} * {width}:({time} + 1) * {width}]")
-        sweep = [line for b in reversed(body) if not isinstance(b, scan_nodes.Placeholder)
-                 for line in self._contributions(b, False)]
+        sweep = [line for b in reversed(body) for line in self._contributions(b, False)]
         carry = self.info[id(node.carry)]
         passed = [f"{carried}[:] = {carry.adjoint}"]
         for placeholder, x in zip(node.inputs, node.children[1:1 + node.n_xs]):
