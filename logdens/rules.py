@@ -574,7 +574,10 @@ class ScanRule(_WholeMatrixRule):
     """``ld.scan``: the numpy loop (``_run_scan``)."""
 
     def evaluate(self, node, args, values, batch):
-        return _run_scan(node, args, values, batch)[0]
+        carries = _run_scan(node, args, values, batch)[0]
+        if node.keep == "last":
+            return carries[:, -1] if batch else carries[-1]
+        return carries
 
 
 class ScanOutputsRule(_WholeMatrixRule):

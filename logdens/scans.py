@@ -12,16 +12,31 @@ which are computed once, outside the loop.
 carry, and a backward loop that recomputes each step's body from its stored
 carry and sweeps its adjoints back (into the previous carry, x_t and the
 values the body reads): memory T x carry, no tape of the body's
-intermediates. Carries and inputs are scalars or small vectors; T is fixed
-when the model is built.
+intermediates. Carries are scalars, vectors or matrices (a Kalman filter's
+mean and covariance as one (k + 1, k) matrix), inputs scalars or vectors;
+T is fixed when the model is built.
+
+``keep="last"`` makes the scan's value the last carry only (as the carry
+``jax.lax.scan`` returns). Its gradient then stores the carry every
+``checkpoint`` steps (every step while T x carry is at most
+``STORE_ALL`` numbers, else about every sqrt(T) steps) and recomputes the
+steps between two stored carries before sweeping them back: memory about
+2 sqrt(T) carries instead of T, for one more forward pass.
 """
 
 import itertools
+import math
 
 from logdens import expr as ex
 from logdens.expr import ModelError
 
 _KEYS = itertools.count()
+
+#: A scan that keeps its last carry stores every carry for its gradient up to
+#: this many numbers (32 MiB), and checkpoints beyond: recomputing costs one
+#: more forward pass (a third more time for an HMM), worth it only where the
+#: carries would outgrow the data the scan reads.
+STORE_ALL = 1 << 22
 
 
 class Placeholder(ex.Expr):
@@ -38,13 +53,18 @@ class Placeholder(ex.Expr):
 
 
 class Scan(ex.Expr):
-    """The carries after each of T steps: children ``(init, *xs, next_carry[, y])``."""
+    """The carries after each of T steps, or the last (``keep="last"``): children
+    ``(init, *xs, next_carry[, y])``."""
 
-    def __init__(self, init, xs, carry, inputs, next_carry, y, length):
+    def __init__(self, init, xs, carry, inputs, next_carry, y, length, keep="all", checkpoint=None):
         self.carry, self.inputs, self.length, self.n_xs = carry, tuple(inputs), length, len(xs)
-        self.has_y = y is not None
+        self.has_y, self.keep = y is not None, keep
         self.children = (init, *xs, next_carry) + ((y,) if y is not None else ())
-        self.shape = (length, *init.shape)
+        self.shape = (length, *init.shape) if keep == "all" else init.shape
+        size = max(math.prod(init.shape), 1)
+        every = 1 if length * size <= STORE_ALL else math.isqrt(length - 1) + 1
+        #: steps from one carry stored for the gradient to the next (``keep="last"``)
+        self.checkpoint = min(checkpoint or every, length)
 
     @property
     def next_carry(self):
@@ -68,14 +88,22 @@ class ScanOutputs(ex.Expr):
         return f"outputs({children[0]})"
 
 
-def scan(step, init, xs=None, length=None):
+def scan(step, init, xs=None, length=None, keep="all", checkpoint=None):
     """The carries of the recursion ``carry_t = step(carry_{t-1}, xs[t])`` over
-    t = 0..T-1 from ``init``, as a (T, *carry) expression; if ``step`` returns
-    ``(carry, y)``, the pair ``(carries, ys)``.
+    t = 0..T-1 from ``init``, as a (T, *carry) expression (``keep="last"``: the
+    last carry only); if ``step`` returns ``(carry, y)``, the pair
+    ``(carries, ys)``.
 
     ``xs`` is an expression (or a list of them) whose first axis is time, or
     None with ``length`` steps; ``step`` gets one x_t each (or a list).
+    ``checkpoint`` (with ``keep="last"``): the steps between the carries its
+    gradient stores, instead of the automatic choice.
     """
+    if keep not in ("all", "last"):
+        raise ModelError(f"scan: keep is 'all' or 'last', got {keep!r}")
+    if checkpoint is not None and (keep != "last" or not isinstance(checkpoint, int) or checkpoint < 1):
+        raise ModelError(f"scan: checkpoint is a positive number of steps, with keep='last'; got "
+                         f"checkpoint={checkpoint!r}, keep={keep!r}")
     init = ex.as_expr(init)
     many = isinstance(xs, (list, tuple))
     xs = [] if xs is None else [ex.as_expr(x) for x in (xs if many else [xs])]
@@ -86,8 +114,8 @@ def scan(step, init, xs=None, length=None):
     length = length if length is not None else (lengths.pop() if lengths else None)
     if length is None or length < 1:
         raise ModelError("scan: give xs or a positive length")
-    if init.ndim > 1:
-        raise ModelError(f"scan: the carry must be a scalar or a vector, got shape {init.shape}")
+    if init.ndim > 2:
+        raise ModelError(f"scan: the carry must be a scalar, a vector or a matrix, got shape {init.shape}")
     carry = Placeholder("carry", init.shape)
     inputs = [Placeholder(f"x{k}", x.shape[1:]) for k, x in enumerate(xs)]
     if xs:
@@ -102,7 +130,7 @@ def scan(step, init, xs=None, length=None):
     y = None if y is None else ex.as_expr(y)
     if y is not None and y.ndim > 1:
         raise ModelError(f"scan: each step's output must be a scalar or a vector, got shape {y.shape}")
-    node = Scan(init, xs, carry, inputs, next_carry, y, length)
+    node = Scan(init, xs, carry, inputs, next_carry, y, length, keep, checkpoint)
     return (node, ScanOutputs(node)) if y is not None else node
 
 
@@ -129,5 +157,5 @@ def hmm_marginal(log_emissions, transitions, initial):
         joint = carry + emission
         top = ex.logsumexp(joint, axis=0)
         return ex.FUNCTIONS["log"](ex.FUNCTIONS["exp"](joint - top) @ transitions) + top
-    carries = scan(step, ex.FUNCTIONS["log"](initial), log_emissions.T)
-    return ex.logsumexp(carries[log_emissions.shape[1] - 1], axis=0)
+    last = scan(step, ex.FUNCTIONS["log"](initial), log_emissions.T, keep="last")
+    return ex.logsumexp(last, axis=0)

@@ -788,33 +788,60 @@ class ShapedTerm:
     def _fwd_scan_outputs(self, node, info):
         return []  # stored by its scan's loop
 
-    def _scan_step(self, node, info, time):
-        """Lines of one step at ``time``: the placeholders bound (the carry from
-        ``init`` or the stored carry before, each x_t), then the body."""
-        size = max(info.size // node.length, 1)
-        carry, init = self.info[id(node.carry)].value, node.children[0]
-        start = literal(init.value) if _rule(init).constant else self._whole(init)
-        lines = [f"if {time} == 0:", f"    {carry}[:] = {start}", "else:",
-                 f"    {carry}[:] = {info.value}[({time} - 1) * {size}:{time} * {size}]"]
+    def _scan_step(self, node, time, previous):
+        """Lines of one step at ``time``: the carry placeholder set from ``init`` at
+        time 0 (when ``previous`` has two entries, the first is a condition for
+        that) or from ``previous``, the flat code of the carry before; each x_t
+        bound; then the body."""
+        carry = self.info[id(node.carry)].value
+        if len(previous) == 2:
+            first, before = previous
+            lines = [f"if {first}:", f"    {carry}[:] = {self._flat_code(node.children[0])}", "else:",
+                     f"    {carry}[:] = {before}"]
+        else:
+            lines = [f"{carry}[:] = {previous[0]}"]
         for placeholder, x in zip(node.inputs, node.children[1:1 + node.n_xs]):
             width = max(math.prod(placeholder.shape), 1)
             lines.append(f"{self.info[id(placeholder)].value}[:] = "
                          f"{self._whole(x)}[{time} * {width}:({time} + 1) * {width}]")
         return lines + [line for n in self.body[id(node)] for line in self._forward(n)]
 
-    def _flat_code(self, node):
-        """A whole node's flat buffer, or a constant's literal."""
-        return literal(node.value) if _rule(node).constant else self._whole(node)
+    def _scan_buffers(self, node, info):
+        """``(carry size, stored carries, segment)`` of a scan that keeps its last
+        carry and has a gradient: the carries before every ``node.checkpoint``-th
+        step, and the carries of one segment recomputed (None: every carry is
+        stored)."""
+        n, size = info.value[2:], max(math.prod(node.carry.shape), 1)
+        every = node.checkpoint
+        stored = self.low.workspaces.declare(f"sc{n}", -(-node.length // every) * size)
+        segment = None if every == 1 else self.low.workspaces.declare(f"sg{n}", every * size)
+        return size, stored, segment
 
     def _fwd_scan(self, node, info):
         time = f"time{info.value[2:]}"
-        size = max(info.size // node.length, 1)
-        store = [f"{info.value}[{time} * {size}:({time} + 1) * {size}] = {self._flat_code(node.next_carry)}"]
+        size = max(math.prod(node.carry.shape), 1)
         outputs = self.scan_outputs.get(id(node))
+        store = []
         if outputs is not None:
             width = max(outputs.size // node.length, 1)
             store.append(f"{outputs.value}[{time} * {width}:({time} + 1) * {width}] = {self._flat_code(node.y)}")
-        return [f"for {time} in range({node.length}):"] + indent(self._scan_step(node, info, time) + store)
+        if node.keep == "all":
+            before = f"{info.value}[({time} - 1) * {size}:{time} * {size}]"
+            store.append(f"{info.value}[{time} * {size}:({time} + 1) * {size}] = {self._flat_code(node.next_carry)}")
+            return [f"for {time} in range({node.length}):"] + indent(
+                self._scan_step(node, time, (f"{time} == 0", before)) + store)
+        step = self._scan_step(node, time, (f"{time} == 0", info.value))
+        if info.adjoint is not None:  # the gradient's stored carries
+            _, stored, _ = self._scan_buffers(node, info)
+            every, carry = node.checkpoint, self.info[id(node.carry)].value
+            keep = [f"{stored}[({time} // {every}) * {size}:({time} // {every} + 1) * {size}] = {carry}"]
+            step += keep if every == 1 else [f"if {time} % {every} == 0:"] + indent(keep)
+        store.append(f"{info.value}[:] = {self._flat_code(node.next_carry)}")
+        return [f"for {time} in range({node.length}):"] + indent(step + store)
+
+    def _flat_code(self, node):
+        """A whole node's flat buffer, or a constant's literal."""
+        return literal(node.value) if _rule(node).constant else self._whole(node)
 
     # ----- reverse ------------------------------------------------------
     def _contributions(self, node, child_rowed, fixed_row=False):
@@ -1025,10 +1052,11 @@ class ShapedTerm:
 
     def _rev_scan(self, node, info, kids, fixed_row):
         """The backward loop: each step's body recomputed from its stored carry, its
-        adjoints zeroed and seeded (the carry's from the scan's adjoint and the
-        step after; y_t's), swept back, and the carry's adjoint passed on."""
+        adjoints zeroed and seeded (the carry's from the step after, and from the
+        scan's adjoint: at every step, or the last carry's before the loop; y_t's),
+        swept back, and the carry's adjoint passed on."""
         time, n = f"time{info.value[2:]}", info.value[2:]
-        size = max(info.size // node.length, 1)
+        size = max(math.prod(node.carry.shape), 1)
         carried = self.low.workspaces.declare(f"sn{n}", size)  # the adjoint of the carry after the step
         body = self.body[id(node)]
         zero = [f"{self.info[id(b)].adjoint}[:] = 0.0" for b in [*body, node.carry, *node.inputs]
@@ -1036,8 +1064,9 @@ class ShapedTerm:
         seed = []
         next_carry = self.info[id(node.next_carry)]
         if next_carry.adjoint is not None:
-            seed += [f"{next_carry.adjoint}[:] += {info.adjoint}[{time} * {size}:({time} + 1) * {size}]",
-                     f"{next_carry.adjoint}[:] += {carried}"]
+            if node.keep == "all":
+                seed.append(f"{next_carry.adjoint}[:] += {info.adjoint}[{time} * {size}:({time} + 1) * {size}]")
+            seed.append(f"{next_carry.adjoint}[:] += {carried}")
         outputs = self.scan_outputs.get(id(node))
         y = self.info[id(node.y)] if node.has_y else None
         if outputs is not None and outputs.adjoint is not None and y.adjoint is not None:
@@ -1053,9 +1082,30 @@ class ShapedTerm:
                               f"{self.info[id(placeholder)].adjoint}")
         init = self.info[id(node.children[0])]
         last = [f"{init.adjoint} += {carried}"] if init.adjoint is not None else []
-        step = self._scan_step(node, info, time) + zero + seed + sweep + passed
-        return ([f"{carried}[:] = 0.0", f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step)
-                + last)
+        back = zero + seed + sweep + passed
+        if node.keep == "all":
+            before = (f"{time} == 0", f"{info.value}[({time} - 1) * {size}:{time} * {size}]")
+            step = self._scan_step(node, time, before) + back
+            return ([f"{carried}[:] = 0.0", f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step)
+                    + last)
+        _, stored, segment = self._scan_buffers(node, info)
+        start = [f"{carried}[:] = {info.adjoint}"]
+        if segment is None:  # every carry stored
+            step = self._scan_step(node, time, (f"{stored}[{time} * {size}:({time} + 1) * {size}]",)) + back
+            return start + [f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step) + last
+        every, k = node.checkpoint, f"k{n}"
+        local = f"({time} - {k} * {every})"
+        here = (f"{segment}[{local} * {size}:({local} + 1) * {size}]",)
+        recompute = self._scan_step(node, time, here) + [
+            f"{segment}[({local} + 1) * {size}:({local} + 2) * {size}] = {self._flat_code(node.next_carry)}"]
+        segment_loop = [
+            f"{segment}[:{size}] = {stored}[{k} * {size}:({k} + 1) * {size}]",
+            f"for {time} in range({k} * {every}, min(({k} + 1) * {every}, {node.length}) - 1):",
+            *indent(recompute),
+            f"for {time} in range(min(({k} + 1) * {every}, {node.length}) - 1, {k} * {every} - 1, -1):",
+            *indent(self._scan_step(node, time, here) + back)]
+        segments = -(-node.length // every)
+        return start + [f"for {k} in range({segments - 1}, -1, -1):"] + indent(segment_loop) + last
 
     def _rev_param(self, node, info, row):
         """Lines sending a parameter's adjoint buffer into the gradient (``row``: the

@@ -148,6 +148,51 @@ def test_kalman_filter_as_a_scan_is_the_exact_gaussian_likelihood():
     assert_gradient(density, theta)
 
 
+def local_linear_trend_covariance(T, q, r, p0):
+    """The exact covariance of y_t = [1 0] x_t + N(0, r), x_t = A x_{t-1} + N(0, diag(0, q)),
+    x_0 ~ N(0, p0), t = 1..T: Cov(x_t, x_u) = A^t p0 A^u' + sum_{s<=min(t,u)} A^(t-s) Q A^(u-s)'."""
+    A, Q = np.array([[1.0, 1.0], [0.0, 1.0]]), np.diag([0.0, q])
+    power = [np.linalg.matrix_power(A, t) for t in range(T + 1)]
+    cov = np.empty((T, T))
+    for t in range(1, T + 1):
+        for u in range(1, T + 1):
+            c = power[t] @ p0 @ power[u].T + sum(power[t - s] @ Q @ power[u - s].T for s in range(1, min(t, u) + 1))
+            cov[t - 1, u - 1] = c[0, 0]
+    return cov + r * np.eye(T)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_kalman_filter_with_a_matrix_carry_is_the_exact_likelihood(backend):
+    """A local linear trend (level and slope) filtered by a scan whose carry is a
+    (3, 2) matrix: the state's mean on row 0, its covariance below. The summed
+    predictive log densities equal the exact Gaussian likelihood to 1e-10."""
+    T = 20
+    y = np.cumsum(np.cumsum(RNG.normal(size=T) * 0.1)) + RNG.normal(size=T) * 0.3
+    A, Q = np.array([[1.0, 1.0], [0.0, 1.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])
+    m = ld.Model()
+    q = m.param("q", ld.HalfNormal(1.0))
+    r = m.param("r", ld.HalfNormal(1.0))
+
+    def step(carry, y_t):
+        mean, P = A @ carry[0], A @ ld.stack([carry[1], carry[2]]) @ A.T + q * Q   # predict
+        total = P[0, 0] + r
+        gain = P[:, 0] / total
+        error = y_t - mean[0]
+        log_density = -0.5 * (ld.log(2 * math.pi * total) + error ** 2 / total)
+        updated = P - ld.stack([gain * P[0, 0], gain * P[0, 1]]).T              # P - gain (H P)
+        return ld.stack([mean + gain * error, updated[0], updated[1]]), log_density
+    p0 = np.eye(2)
+    _, log_densities = ld.scan(step, np.vstack([np.zeros(2), p0]), m.data("y", y))
+    m.potential("lik", ld.sum(log_densities))
+    density = m.compile(backend=backend)
+    theta = np.array([-2.0, -1.2])
+    qv, rv = np.exp(theta)
+    expected = (stats.halfnorm().logpdf(qv) + stats.halfnorm().logpdf(rv) + stats.multivariate_normal(
+        np.zeros(T), local_linear_trend_covariance(T, qv, rv, p0)).logpdf(y))
+    assert density.log_density(theta, propto=False, jacobian=False) == pytest.approx(expected, abs=1e-10)
+    assert_gradient(density, theta)
+
+
 def test_outputs_and_length_without_sequences():
     """``step`` returning (carry, y) without xs, over ``length`` steps: a latent
     AR(1) path's log density written with the scan's outputs."""
@@ -168,6 +213,62 @@ def test_outputs_and_length_without_sequences():
     assert_gradient(density, theta)
 
 
+def vector_recursion(keep, checkpoint=None, T=11):
+    """A two-number carry through a nonlinear step reading a parameter vector and
+    a data sequence, its output summed: the last carry or all of them read."""
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1), shape=2)
+    x = m.data("x", np.linspace(-1.0, 1.0, T))
+
+    def step(c, x_t):
+        return ld.stack([ld.tanh(a[0] * c[0] + c[1] * x_t), 0.5 * c[1] + a[1] * ld.sin(c[0])]), c[0] * x_t
+    if keep == "all":
+        carries, ys = ld.scan(step, np.array([0.3, -0.2]), x)
+        last = carries[T - 1]
+    else:
+        last, ys = ld.scan(step, np.array([0.3, -0.2]), x, keep="last", checkpoint=checkpoint)
+    m.potential("p", ld.sum(last * last) + ld.sum(ys))
+    return m
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("checkpoint", [None, 1, 3, 4, 11, 50])
+def test_the_last_carry_with_checkpoints_is_the_scan_of_every_carry(checkpoint, backend):
+    """keep='last' stores every ``checkpoint``-th carry (11 steps: segments of 3 and
+    4 leave a short last one; 11 and 50 are one segment) and recomputes the rest:
+    the same value and gradient as the scan that keeps every carry, to 1e-12."""
+    theta = np.array([0.8, -0.6])
+    full = vector_recursion("all").compile(backend=backend)
+    last = vector_recursion("last", checkpoint).compile(backend=backend)
+    assert last.log_density(theta) == pytest.approx(full.log_density(theta), abs=1e-12)
+    np.testing.assert_allclose(last.log_density_gradient(theta)[1], full.log_density_gradient(theta)[1],
+                               rtol=1e-12, atol=1e-12)
+    assert_gradient(last, theta)
+    values = {"a": theta, "x": np.linspace(-1.0, 1.0, 11)}
+    assert evaluate(vector_recursion("last", checkpoint).terms[-1].value, values) == pytest.approx(
+        evaluate(vector_recursion("all").terms[-1].value, values), abs=1e-12)
+
+
+def test_a_long_hmm_checkpoints_its_carries(monkeypatch):
+    """K = 4 states over T = 2000 steps, with ``STORE_ALL`` lowered below T x K: the
+    marginal (``keep='last'``) stores every 45th carry (about sqrt(T)); its value
+    and gradient equal the scan that stores every carry."""
+    from logdens import scans
+    T, K = 2000, 4
+    y = RNG.normal(size=T)
+    every_carry = hmm_model(y, K)
+    monkeypatch.setattr(scans, "STORE_ALL", 1000)
+    with_checkpoints = hmm_model(y, K)
+    assert [n.checkpoint for n in ld.expr.nodes(with_checkpoints.terms[-1].value)
+            if isinstance(n, scans.Scan)] == [45]
+    a, b = with_checkpoints.compile(), every_carry.compile()
+    theta = RNG.normal(size=a.dim) * 0.3
+    value, grad = a.log_density_gradient(theta)
+    expected, expected_grad = b.log_density_gradient(theta)
+    assert value == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-9, atol=1e-9)
+
+
 def test_scan_errors():
     with pytest.raises(ld.ModelError, match="give xs or a positive length"):
         ld.scan(lambda c, x: c, 0.0)
@@ -175,6 +276,12 @@ def test_scan_errors():
         ld.scan(lambda c, x: c, 0.0, [np.ones(3), np.ones(4)])
     with pytest.raises(ld.ModelError, match="step returns a carry of shape"):
         ld.scan(lambda c, x: c + np.ones(2), 0.0, np.ones(3))
+    with pytest.raises(ld.ModelError, match=r"carry must be a scalar, a vector or a matrix, got shape \(2, 2, 2\)"):
+        ld.scan(lambda c, x: c, np.ones((2, 2, 2)), np.ones(3))
+    with pytest.raises(ld.ModelError, match="keep is 'all' or 'last'"):
+        ld.scan(lambda c, x: c, 0.0, np.ones(3), keep="first")
+    with pytest.raises(ld.ModelError, match="checkpoint is a positive number of steps"):
+        ld.scan(lambda c, x: c, 0.0, np.ones(3), checkpoint=2)
 
 
 @pytest.mark.slow
