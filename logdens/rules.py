@@ -443,7 +443,7 @@ class _WholeMatrixRule(Rule):
         return (WHOLE,) * len(node.children)
 
     def length(self, node, below, ctx):
-        return node.shape[0]
+        return node.shape[0] if node.shape else None  # a scalar (a scan's last carry)
 
 
 class CholeskyRule(_WholeMatrixRule):

@@ -165,9 +165,11 @@ class ShapedTerm:
     def _scan_bodies(self):
         """``id(scan) -> its body``: the nodes computed from the scan's placeholders,
         children first, placeholders left out; they run in the scan's loop only
-        (``body_ids``). Also ``scan_outputs``: ``id(scan) ->`` the info of its
-        ``ScanOutputs`` node in this term, if any."""
-        deps, bodies, self.scan_outputs = {}, {}, {}
+        (``body_ids``). A scan inside another's step is a node of the outer body,
+        and its own body runs in its loop only: an inner scan (before the outer in
+        ``order``) claims its body first. Also ``scan_outputs``: ``id(scan) ->``
+        the info of its ``ScanOutputs`` node in this term, if any."""
+        deps, bodies, claimed, self.scan_outputs = {}, {}, set(), {}
         for node in self.order:
             kind = _kind(node)
             found = set().union(*(deps[id(c)] for c in node.children)) if node.children else set()
@@ -176,11 +178,9 @@ class ShapedTerm:
             elif kind == "scan":
                 own = {node.carry.key, *(x.key for x in node.inputs)}
                 bodies[id(node)] = [n for n in self.order if deps.get(id(n), set()) & own
-                                    and _kind(n) != "placeholder"]
+                                    and _kind(n) != "placeholder" and id(n) not in claimed]
+                claimed.update(id(n) for n in bodies[id(node)])
                 found -= own
-                if found:
-                    raise ModelError(f"{self.where}: {node.label()}: a scan inside another scan's step is not "
-                                     "supported")
             elif kind == "scan_outputs":
                 self.scan_outputs[id(node.children[0])] = self.info[id(node)]
             deps[id(node)] = found

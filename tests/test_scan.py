@@ -269,6 +269,38 @@ def test_a_long_hmm_checkpoints_its_carries(monkeypatch):
     np.testing.assert_allclose(grad, expected_grad, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_scan_inside_another_scans_step(backend):
+    """Each of 4 outer steps runs 3 inner steps over a row of X, started from the
+    outer carry and reading it; both keep their last carry (a scalar). Value and
+    gradient against the Python double loop (1e-12; central differences)."""
+    X = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1))
+    b = m.param("b", ld.Normal(0, 1), shape=3)
+
+    def outer(c, row):
+        inner = ld.scan(lambda d, u: ld.tanh(a * d + u * c) + b[0] * u, c, row, keep="last")
+        return 0.5 * inner + b[1]
+    last = ld.scan(outer, 0.2, m.data("X", X), keep="last")
+    m.potential("p", last * last + b[2] * last)
+
+    def loops(theta):
+        av, bv, c = theta[0], theta[1:], 0.2
+        for row in X:
+            d = c
+            for u in row:
+                d = math.tanh(av * d + u * c) + bv[0] * u
+            c = 0.5 * d + bv[1]
+        return c * c + bv[2] * c
+    density = m.compile(backend=backend)
+    theta = np.array([0.3, 0.1, -0.4, 0.7])
+    assert density.log_density(theta, propto=False) == pytest.approx(
+        loops(theta) + stats.norm().logpdf(theta).sum(), abs=1e-12)
+    assert evaluate(m.terms[-1].value, {"a": theta[0], "b": theta[1:], "X": X}) == pytest.approx(loops(theta), abs=1e-12)
+    assert_gradient(density, theta)
+
+
 def test_scan_errors():
     with pytest.raises(ld.ModelError, match="give xs or a positive length"):
         ld.scan(lambda c, x: c, 0.0)
