@@ -10,10 +10,17 @@ and length scale ``rho`` that may be parameters:
 - matern52:  k = (1 + s + s^2 / 3) exp(-s),   s = sqrt(5) r / rho
 - periodic:  k = exp(-2 sin^2(pi r / period) / rho^2)
 
+For inputs of shape (n, d), exp_quad, matern32 and matern52 also take a
+length scale per input dimension (automatic relevance determination, Stan's
+``gp_exp_quad_cov(x, alpha, rho_vector)``, GPflow's and PyMC's ``ls=[...]``):
+``rho`` of shape (d,), r_ij^2 = sum_k ((x_ik - x_jk) / rho_k)^2, and k as
+above with rho = 1.
+
 The kernels below compute K and, in reverse, the partials of sum(aK * K) in
-alpha, rho and the period: one pass over the pairs each way (the partials in
-rho and the period do not involve dr, so r = 0 is no special case). The
-inputs are data: a covariance of parameter inputs is not differentiated.
+alpha, rho (or each rho_k) and the period: one pass over the pairs each way
+(the partials in rho and the period do not involve dr, so r = 0 is no
+special case). The inputs are data: a covariance of parameter inputs is not
+differentiated.
 
 For large n, ``hsgp_basis`` and the spectral densities (``exp_quad_spd``,
 ``matern32_spd``, ``matern52_spd``) give the Hilbert-space approximation:
@@ -42,34 +49,54 @@ class GPCov(ex.Expr):
         if x.ndim not in (1, 2) or x.depends_on_params():
             raise ModelError(f"{what}: the inputs must be data of shape (n,) or (n, d), got {x.label()} "
                              f"of shape {x.shape}")
-        for p in params:
+        alpha, rho, *period = params
+        for p in (alpha, *period):
             if p.shape != ():
-                raise ModelError(f"{what}: its amplitude, length scale and period are scalars, got "
-                                 f"{p.label()} of shape {p.shape}")
+                raise ModelError(f"{what}: its amplitude and period are scalars, got {p.label()} of shape "
+                                 f"{p.shape}")
+        if rho.shape != ():
+            _check_ard(what, name, x, rho)
         self.name, self.kind = name, KINDS[name]
+        #: A length scale per input dimension: ``cov_forward_ard`` and ``cov_reverse_ard``.
+        self.ard = rho.shape != ()
         self.children, self.shape = (x, *params), (x.shape[0], x.shape[0])
 
     def _format(self, children):
         return f"gp.{self.name}({', '.join(children)})"
 
 
+def _check_ard(what, name, x, rho):
+    """A ``ModelError`` unless ``rho`` has one length scale per column of ``x``
+    and the covariance ``name`` takes them."""
+    if name == "periodic":
+        raise ModelError(f"{what}: the periodic covariance takes a scalar length scale, got {rho.label()} of "
+                         f"shape {rho.shape}")
+    if x.ndim != 2 or rho.shape != x.shape[1:]:
+        wanted = f"shape ({x.shape[1]},)" if x.ndim == 2 else "a scalar (a vector needs inputs of shape (n, d))"
+        raise ModelError(f"{what}: a vector length scale has one entry per input dimension: inputs of shape "
+                         f"{x.shape} take rho of {wanted}, got {rho.label()} of shape {rho.shape}")
+
+
 def exp_quad(x, alpha, rho):
-    """The squared-exponential covariance alpha^2 exp(-|x_i - x_j|^2 / (2 rho^2))."""
+    """The squared-exponential covariance alpha^2 exp(-|x_i - x_j|^2 / (2 rho^2));
+    ``rho`` of shape (d,): alpha^2 exp(-sum_k (x_ik - x_jk)^2 / (2 rho_k^2))."""
     return GPCov("exp_quad", *(ex.as_expr(a) for a in (x, alpha, rho)))
 
 
 def matern32(x, alpha, rho):
-    """The Matern 3/2 covariance alpha^2 (1 + s) exp(-s), s = sqrt(3) |x_i - x_j| / rho."""
+    """The Matern 3/2 covariance alpha^2 (1 + s) exp(-s), s = sqrt(3) |x_i - x_j| / rho;
+    ``rho`` of shape (d,): s = sqrt(3) |(x_i - x_j) / rho|."""
     return GPCov("matern32", *(ex.as_expr(a) for a in (x, alpha, rho)))
 
 
 def matern52(x, alpha, rho):
-    """The Matern 5/2 covariance alpha^2 (1 + s + s^2 / 3) exp(-s), s = sqrt(5) |x_i - x_j| / rho."""
+    """The Matern 5/2 covariance alpha^2 (1 + s + s^2 / 3) exp(-s), s = sqrt(5) |x_i - x_j| / rho;
+    ``rho`` of shape (d,): s = sqrt(5) |(x_i - x_j) / rho|."""
     return GPCov("matern52", *(ex.as_expr(a) for a in (x, alpha, rho)))
 
 
 def periodic(x, alpha, rho, period):
-    """The periodic covariance alpha^2 exp(-2 sin^2(pi |x_i - x_j| / period) / rho^2)."""
+    """The periodic covariance alpha^2 exp(-2 sin^2(pi |x_i - x_j| / period) / rho^2), a scalar ``rho``."""
     return GPCov("periodic", *(ex.as_expr(a) for a in (x, alpha, rho, period)))
 
 
@@ -129,8 +156,39 @@ def _squared_distance(x, dim, i, j):
 
 
 @jitable
+def _scaled_distance(x, dim, rho, i, j):
+    """sum_k ((x_ik - x_jk) / rho_k)^2."""
+    total = 0.0
+    for k in range(dim):
+        u = (x[i * dim + k] - x[j * dim + k]) / rho[k]
+        total += u * u
+    return total
+
+
+@jitable
+def _radial(kind, r2):
+    """``(k, h)`` of exp_quad, matern32 or matern52 at the squared distance ``r2`` in
+    units of the length scale: k(r2) and h = -2 dk/dr2. Then for r2 = sum_k
+    (d_k / rho_k)^2, dk/drho_k = h (d_k / rho_k)^2 / rho_k (for a scalar rho,
+    h r2 / rho: ``_pair``'s). With s = c sqrt(r2), ds/dr2 = c^2 / (2 s), and the
+    factor s of dk/ds cancels, so h is finite at r = 0:
+    matern32: dk/ds = -s e^-s, h = 3 e^-s; matern52: dk/ds = -s (1 + s) e^-s / 3,
+    h = 5 (1 + s) e^-s / 3."""
+    if kind == 0:
+        k = vmath.exp(-0.5 * r2)
+        return k, k
+    s = (SQRT3 if kind == 1 else SQRT5) * math.sqrt(r2)
+    e = vmath.exp(-s)
+    if kind == 1:
+        return (1.0 + s) * e, 3.0 * e
+    return (1.0 + s + s * s / 3.0) * e, 5.0 / 3.0 * (1.0 + s) * e
+
+
+@jitable
 def _pair(kind, r2, rho, period):
-    """``(k, dk/drho, dk/dperiod)`` at squared distance ``r2``."""
+    """``(k, dk/drho, dk/dperiod)`` at squared distance ``r2``. Kinds 0 to 2 are
+    ``_radial`` at r2 / rho^2 written out: through ``_radial`` the scalar
+    kernels took 5-15% longer at n = 1000."""
     if kind == 0:
         k = vmath.exp(-0.5 * r2 / (rho * rho))
         return k, k * r2 / (rho * rho * rho), 0.0
@@ -173,3 +231,42 @@ def cov_reverse(kind, x, n, dim, alpha, rho, period, K, aK):
             d_rho += a * scale * dk_rho
             d_period += a * scale * dk_period
     return 2.0 * d_alpha / alpha, d_rho, d_period
+
+
+@jitable
+def cov_forward_ard(kind, x, n, dim, alpha, rho, K):
+    """K of ``cov_forward`` with a length scale per input dimension (``rho``, of
+    length ``dim``); ``kind`` is not periodic."""
+    scale = alpha * alpha
+    for i in range(n):
+        K[i * n + i] = scale
+        for j in range(i):
+            value = scale * _radial(kind, _scaled_distance(x, dim, rho, i, j))[0]
+            K[i * n + j] = value
+            K[j * n + i] = value
+
+
+@jitable
+def cov_reverse_ard(kind, x, n, dim, alpha, rho, K, aK, d_rho):
+    """d/dalpha of sum(aK * K), K from ``cov_forward_ard``; its partials in each
+    rho_k are written into ``d_rho`` (length ``dim``).
+
+    dK_ij/drho_k = alpha^2 h_ij (x_ik - x_jk)^2 / rho_k^3 (``_radial``): the pass
+    over the pairs sums a h (x_ik - x_jk)^2, and alpha^2 / rho_k^3 multiplies
+    the sums once after it.
+    """
+    for k in range(dim):
+        d_rho[k] = 0.0
+    d_alpha = 0.0
+    for i in range(n):
+        d_alpha += aK[i * n + i] * K[i * n + i]
+        for j in range(i):
+            a = aK[i * n + j] + aK[j * n + i]
+            d_alpha += a * K[i * n + j]
+            weight = a * _radial(kind, _scaled_distance(x, dim, rho, i, j))[1]
+            for k in range(dim):
+                diff = x[i * dim + k] - x[j * dim + k]
+                d_rho[k] += weight * diff * diff
+    for k in range(dim):
+        d_rho[k] *= alpha * alpha / (rho[k] * rho[k] * rho[k])
+    return 2.0 * d_alpha / alpha

@@ -512,13 +512,17 @@ class StackRule(_WholeMatrixRule):
 
 
 class GPCovRule(_WholeMatrixRule):
-    """``ld.gp.exp_quad(x, alpha, rho)`` and the other covariance functions."""
+    """``ld.gp.exp_quad(x, alpha, rho)`` and the other covariance functions; a
+    vector rho (``node.ard``) scales each input dimension, then is 1."""
 
     def evaluate(self, node, args, values, batch):
         x, *params = lifted_each(node, args, batch)
         x = np.asarray(x, dtype=float)
         x = x.reshape(x.shape + (1,)) if node.children[0].ndim == 1 else x
         diff = x[..., :, None, :] - x[..., None, :, :]
+        if node.ard:  # rho: (d,), or (draws, d) in a batch
+            diff = diff / np.asarray(params[1], dtype=float)[..., None, None, :]
+            params[1] = 1.0
         r2 = np.sum(diff * diff, axis=-1)
         params = [np.asarray(p, dtype=float).reshape(np.shape(p) + (1, 1)) for p in params]
         alpha, rho = params[0], params[1]

@@ -767,15 +767,21 @@ class ShapedTerm:
                 for k, part in enumerate(node.children)]
 
     def _gp_arguments(self, node):
-        """The arguments of ``gp.cov_forward`` and ``gp.cov_reverse`` before K."""
-        x, *params = node.children
+        """The arguments of ``gp.cov_forward`` and ``gp.cov_reverse`` before K; with a
+        length scale per input dimension (``node.ard``), of ``gp.cov_forward_ard``
+        and ``gp.cov_reverse_ard``: rho's buffer, and no period."""
+        x, alpha, rho, *period = node.children
         dim = 1 if x.ndim == 1 else x.shape[1]
-        scalars = [self._scalar(p) for p in params] + (["1.0"] if len(params) == 2 else [])  # no period
-        return f"{node.kind}, {self._whole(x)}, {node.shape[0]}, {dim}, {', '.join(scalars)}"
+        if node.ard:
+            params = [self._scalar(alpha), self._whole(rho)]
+        else:
+            params = [self._scalar(p) for p in (alpha, rho, *period)] + ([] if period else ["1.0"])
+        return f"{node.kind}, {self._whole(x)}, {node.shape[0]}, {dim}, {', '.join(params)}"
 
     def _fwd_gp_cov(self, node, info):
         self._whole_matrix(node)
-        return [f"gp.cov_forward({self._gp_arguments(node)}, {info.value})"]
+        kernel = "cov_forward_ard" if node.ard else "cov_forward"
+        return [f"gp.{kernel}({self._gp_arguments(node)}, {info.value})"]
 
     def _fwd_rows_of(self, node, info):
         size = max(info.size, 1)
@@ -807,7 +813,7 @@ class ShapedTerm:
         return lines + [line for n in self.body[id(node)] for line in self._forward(n)]
 
     def _scan_buffers(self, node, info):
-        """``(carry size, stored carries, segment)`` of a scan that keeps its last
+        """``(stored carries, segment)`` of a scan that keeps its last
         carry and has a gradient: the carries before every ``node.checkpoint``-th
         step, and the carries of one segment recomputed (None: every carry is
         stored)."""
@@ -815,7 +821,7 @@ class ShapedTerm:
         every = node.checkpoint
         stored = self.low.workspaces.declare(f"sc{n}", -(-node.length // every) * size)
         segment = None if every == 1 else self.low.workspaces.declare(f"sg{n}", every * size)
-        return size, stored, segment
+        return stored, segment
 
     def _fwd_scan(self, node, info):
         time = f"time{info.value[2:]}"
@@ -832,7 +838,7 @@ class ShapedTerm:
                 self._scan_step(node, time, (f"{time} == 0", before)) + store)
         step = self._scan_step(node, time, (f"{time} == 0", info.value))
         if info.adjoint is not None:  # the gradient's stored carries
-            _, stored, _ = self._scan_buffers(node, info)
+            stored, _ = self._scan_buffers(node, info)
             every, carry = node.checkpoint, self.info[id(node.carry)].value
             keep = [f"{stored}[({time} // {every}) * {size}:({time} // {every} + 1) * {size}] = {carry}"]
             step += keep if every == 1 else [f"if {time} % {every} == 0:"] + indent(keep)
@@ -1034,9 +1040,18 @@ class ShapedTerm:
         return [f"{self.info[id(c)].adjoint} += {info.adjoint}[{j * size}:{(j + 1) * size}]" for j, c in kids]
 
     def _rev_gp_cov(self, node, info, kids, fixed_row):
+        """The scalar parameters' partials (a tuple, ``sg``) into their adjoints; a
+        vector rho's (``node.ard``) are written by the kernel into a buffer of
+        its length, added to its adjoint."""
         partials = f"sg{info.value[2:]}"
-        lines = [f"{partials} = gp.cov_reverse({self._gp_arguments(node)}, {info.value}, {info.adjoint})"]
-        return lines + [f"{self.info[id(c)].adjoint}[0] += {partials}[{j - 1}]" for j, c in kids if j > 0]
+        arguments = f"{self._gp_arguments(node)}, {info.value}, {info.adjoint}"
+        if not node.ard:
+            lines = [f"{partials} = gp.cov_reverse({arguments})"]
+            return lines + [f"{self.info[id(c)].adjoint}[0] += {partials}[{j - 1}]" for j, c in kids if j > 0]
+        d_rho = self.low.workspaces.declare(f"sr{info.value[2:]}", node.children[2].shape[0])
+        lines = [f"{partials} = gp.cov_reverse_ard({arguments}, {d_rho})"]
+        sent = {1: f"[0] += {partials}", 2: f" += {d_rho}"}  # alpha's, rho's
+        return lines + [f"{self.info[id(c)].adjoint}{sent[j]}" for j, c in kids if j > 0]
 
     def _rev_rows_of(self, node, info, kids, fixed_row):
         size = max(info.size, 1)
@@ -1088,7 +1103,7 @@ class ShapedTerm:
             step = self._scan_step(node, time, before) + back
             return ([f"{carried}[:] = 0.0", f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step)
                     + last)
-        _, stored, segment = self._scan_buffers(node, info)
+        stored, segment = self._scan_buffers(node, info)
         start = [f"{carried}[:] = {info.adjoint}"]
         if segment is None:  # every carry stored
             step = self._scan_step(node, time, (f"{stored}[{time} * {size}:({time} + 1) * {size}]",)) + back
