@@ -4,7 +4,11 @@ scan with its backward loop) ``log_density_gradient`` against JAX
 ``jit(value_and_grad)`` of NumPyro's potential energy with the forward
 algorithm in ``lax.scan``, one core, side by side in one run, as ratios.
 
-Run: python benchmarks/bench_scan.py [--quick] [--steps T]
+Run: python benchmarks/bench_scan.py [--quick] [--steps T] [--store-all N]
+
+``--store-all N`` sets ``logdens.scans.STORE_ALL``: the gradient stores every
+carry up to N numbers (T x K) and checkpoints about every sqrt(T)-th beyond;
+``--store-all 0`` times the checkpointed gradient at any T.
 
 Both log densities are compared at one constrained point before anything is
 timed. JAX and NumPyro come from the optional ``bench`` extra; without them
@@ -18,10 +22,12 @@ for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MK
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
+import math  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import logdens as ld  # noqa: E402
+from logdens import scans  # noqa: E402
 from bench_multivariate import row  # noqa: E402
 from machine import describe  # noqa: E402
 
@@ -63,10 +69,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter timing budget")
     parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--store-all", type=int, default=scans.STORE_ALL,
+                        help="carries stored whole up to this many numbers (checkpoints beyond)")
     args = parser.parse_args()
+    scans.STORE_ALL = args.store_all
     budget = 0.3 if args.quick else 1.5
     rng = np.random.default_rng(20261127)
     print(describe())
+    every = 1 if args.steps * 4 <= args.store_all else math.isqrt(args.steps - 1) + 1
+    print(f"carries stored every {every} steps")
     print("| model | T | ours (us) | JAX (us) | JAX / ours |")
     print("|---|---|---|---|---|")
     t = {k: v * 1e6 for k, v in row(hmm(args.steps, 4, rng), budget, rng).items()}
