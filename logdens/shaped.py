@@ -309,9 +309,16 @@ class ShapedTerm:
         for node in reversed(self.order):  # parents first: a shared buffer may be shared on
             info = self.info[id(node)]
             edges = parents.get(id(node), [])
-            if not info.rowed or info.adjoint is None or node is self.root or len(edges) != 1:
+            if info.adjoint is None or node is self.root or len(edges) != 1:
                 continue
             parent, j = edges[0]
+            if not info.rowed:
+                buffer = self._whole_shared_buffer(node, info, parent, j)
+                if buffer is not None:
+                    self.low.workspaces.drop(info.adjoint)
+                    info.adjoint = buffer
+                    self.shared.add(id(node))
+                continue
             kind = _kind(parent)
             same = self.info[id(parent)].event == info.event
             if kind == "event_kernel" or (isinstance(parent, _Kernel) and same):
@@ -326,6 +333,23 @@ class ShapedTerm:
             self.low.workspaces.drop(info.adjoint)
             info.adjoint = buffer
             self.shared.add(id(node))
+
+    def _whole_shared_buffer(self, node, info, parent, j):
+        """The buffer that can be the adjoint of whole value ``node``, read once by
+        ``parent`` (its argument ``j``), outside any scan's loop: the summed
+        partial of a multivariate kernel that runs once (zeroed before its call),
+        or add_diag's adjoint for its matrix (passed through unchanged); else
+        None. Each spares zeroing an n x n adjoint and adding into it."""
+        if info.in_place or id(node) in self.body_ids or id(parent) in self.body_ids:
+            return None  # a view of the gradient; a loop re-zeroes its own buffers at every step
+        kind = _kind(parent)
+        if kind == "event_kernel" and not self.info[id(parent)].rowed:
+            buffer = self.partials[id(parent)].get(j)
+            if buffer is not None and len(self.low.workspaces.shapes[buffer]) == 1:
+                return buffer
+        elif kind == "add_diag" and j == 0:
+            return self.info[id(parent)].adjoint
+        return None
 
     def _event_partials(self, node):
         """A multivariate kernel's partials buffers, one per argument with an
@@ -1074,8 +1098,7 @@ class ShapedTerm:
         size = max(math.prod(node.carry.shape), 1)
         carried = self.low.workspaces.declare(f"sn{n}", size)  # the adjoint of the carry after the step
         body = self.body[id(node)]
-        zero = [f"{self.info[id(b)].adjoint}[:] = 0.0" for b in [*body, node.carry, *node.inputs]
-                if self.info[id(b)].adjoint is not None and not self.info[id(b)].in_place]
+        zero = self._zero_adjoints([*body, node.carry, *node.inputs])
         seed = []
         next_carry = self.info[id(node.next_carry)]
         if next_carry.adjoint is not None:
@@ -1155,8 +1178,7 @@ class ShapedTerm:
         block += [line for n in rowed for line in self._forward(n)] + self._accumulate()
         if not self.gradient:
             return head + forward_whole + self._flat_views() + loop + indent(block)
-        zero_whole = [f"{self.info[id(n)].adjoint}[:] = 0.0" for n in whole
-                      if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place]
+        zero_whole = self._zero_adjoints(whole)
         for n in reversed(rowed):
             block += self._contributions(n, True)
             if not self.per_row:
@@ -1206,12 +1228,18 @@ class ShapedTerm:
             lines.append(f"out[0] = np.sum({info.value})")
         if not self.gradient:
             return lines
-        zero = [f"{self.info[id(n)].adjoint}[:] = {'1.0' if n is self.root else '0.0'}" for n in whole
-                if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place]
+        zero = self._zero_adjoints(whole)
         row = "0" if self.per_row else None
         per_row = self.low.target.prologue() + self.low.target.zero() if self.per_row else []
         lines += per_row + self._views(whole, row) + zero + self._event_zero()
         return lines + self._whole_sweep(whole, row) + (self._row_columns("0") if self.per_row else [])
+
+    def _zero_adjoints(self, nodes):
+        """Lines zeroing the adjoints of ``nodes`` that own their buffer (not a view
+        of the gradient, not shared with another's); the root's set to 1."""
+        return [f"{self.info[id(n)].adjoint}[:] = {'1.0' if n is self.root else '0.0'}" for n in nodes
+                if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place
+                and id(n) not in self.shared]
 
     def _event_zero(self):
         return [f"aw_{p.ident}[:] = 0.0" for p in self._event_params()] if self.per_row else []

@@ -9,6 +9,7 @@ gradients against central differences (h = 1e-6, log densities of size 10 to
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -70,6 +71,19 @@ def test_gp_regression_is_the_closed_form_marginal_likelihood(name, x):
         _, grad = lp.log_density_gradient(theta)
         fd = central_differences(lp.log_density, theta)
         np.testing.assert_allclose(grad, fd, atol=1e-5 * np.max(np.abs(fd)))
+
+
+def test_the_factor_and_covariance_adjoints_share_buffers():
+    """In a GP regression's gradient the factor's adjoint is the MvNormal kernel's
+    partial and the covariance's is add_diag's: of the n x n adjoints only
+    add_diag's (cholesky_reverse adds into it) is zeroed, and none is added into
+    another whole."""
+    source = regression("exp_quad", X1).source()
+    body = source[source.index("def logp_grad"):source.index("\ndef ", source.index("def logp_grad"))]
+    square = {name for name, size in re.findall(r"(\w+) = np\.empty\((\d+)\)", body) if int(size) == N * N}
+    zeroed = [name for name in re.findall(r"(\w+)\[:\] = 0\.0", body) if name in square]
+    assert len(zeroed) == 2, zeroed  # add_diag's adjoint and the kernel's partial
+    assert not re.search(r"^\s+sa\d+ \+= s[ak]\d+", body, re.M)
 
 
 def test_python_twin_and_vector_diagonal():
