@@ -295,7 +295,7 @@ class ShapedTerm:
         (``assigned``); when it is the parent's adjoint itself (``a + b``) or a
         kernel's partial, the child reads that buffer instead of a copy
         (``shared``). A network's layers then cost no adjoint pass of their own
-        between the products."""
+        between the products. Whole values share by ``_whole_shared_buffer``."""
         parents = self.parents
         for node in self.order:
             if _kind(node) == "event_kernel":
