@@ -177,6 +177,9 @@ class SeriesBase(MultivariateDistribution):
                 f"give the parameter shape=T (or dims=), or steps= (T = steps + {self._initial()})")
         return (self.steps + self._initial(),)
 
+    def fixed_event_shape(self):
+        return None if self.steps is None else self.event_shape()
+
     def _events(self, x):
         batch, lengths, arrays = super()._events(x)
         if self.steps is not None and lengths["t"] != self.event_shape()[0]:

@@ -203,6 +203,9 @@ class LKJBase(MultivariateDistribution):
         d = int(self.params["dim"])
         return (d, d)
 
+    def fixed_event_shape(self):
+        return self.event_shape()
+
     def _events(self, x):
         batch, lengths, arrays = super()._events(x)
         d = int(self.params["dim"])

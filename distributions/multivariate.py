@@ -61,6 +61,12 @@ class MultivariateDistribution(Distribution):
                                        f"axes {missing}")
         return tuple(lengths[a] for a in self.spec.events[0])
 
+    def fixed_event_shape(self):
+        """The shape of one value where an argument that is no array fixes it
+        (LKJ's ``dim``, a series' ``steps``), else None: a model checks a
+        parameter's shape against it, since no kernel argument's shape can."""
+        return None
+
     def _events(self, x):
         """``(batch shape, axis lengths, [each argument broadcast to batch + its event])``."""
         arrays = self._arrays(x)

@@ -143,6 +143,8 @@ class Model:
         if shape is None:
             shape = () if dims is None else dimensions.shape_from_dims(what, dims, self._lengths)
         shape = _checked_shape(shape, name)
+        if prior is not None and not mixture and prior.spec.multivariate:
+            _check_fixed_event(prior, shape, what)
         self._lengths.check(what, dims, shape)
         self._claim(name, "parameter")
         if prior is not None and not isinstance(prior, (Distribution, Mixture)):
@@ -206,6 +208,8 @@ class Model:
         if not isinstance(dist, (Distribution, Mixture)):
             raise ModelError(f"{what}: expected a distribution, got {dist!r}")
         dims = dimensions.as_dims(dims, what)
+        if not isinstance(dist, Mixture) and dist.spec.multivariate:
+            _check_fixed_event(dist, tuple(np.shape(value)) if not isinstance(value, Expr) else value.shape, what)
         if isinstance(value, Expr):
             check_name(name, "observed term")
             if value.depends_on_params():
@@ -320,6 +324,15 @@ class Model:
         """
         from logdens.engine import compile_model
         return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel)
+
+
+def _check_fixed_event(prior, shape, what):
+    """A ``ModelError`` unless ``shape`` ends in the event shape that ``prior``'s
+    dim or steps fix (a kernel would take the value's and ignore them)."""
+    event = prior.fixed_event_shape()
+    if event is not None and tuple(shape[len(shape) - len(event):]) != event:
+        raise ModelError(f"{what}: shape {shape} does not end in {event}, the shape of one value of "
+                         f"{prior.spec.name} as its dim or steps fix it")
 
 
 def _checked_shape(shape, name):

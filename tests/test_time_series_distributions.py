@@ -443,6 +443,20 @@ def test_a_prior_without_shape_takes_steps():
     assert w.shape == (10,)
 
 
+def test_a_shape_that_disagrees_with_steps_is_refused():
+    """steps fixes T; a parameter's shape= or an observed series of another length
+    is a ModelError (the kernels take T from the value and would ignore it),
+    and the failed observe leaves its name free."""
+    m = ld.Model()
+    with pytest.raises(ld.ModelError, match=r"parameter 'x': shape \(5,\) does not end in \(10,\)"):
+        m.param("x", ld.GaussianRandomWalk(1.0, steps=9), shape=5)
+    with pytest.raises(ld.ModelError, match=r"observe 'y': shape \(3, 4\) does not end in \(5,\)"):
+        m.observe("y", ld.AR([0.5, 0.2], 1.0, steps=3), np.zeros((3, 4)))
+    m.observe("y", ld.AR([0.5, 0.2], 1.0, steps=3), np.zeros((3, 5)))
+    with pytest.raises(ld.ModelError, match=r"parameter 'L': shape \(4, 4\) does not end in \(3, 3\)"):
+        m.param("L", ld.LKJCholesky(3, 2.0), shape=(4, 4))
+
+
 def test_ar2_observed_in_a_model():
     """rho ~ Normal(0, 0.5) (2), sigma ~ HalfNormal(1), y ~ AR(rho, sigma) observed:
     the value against the scipy sums (rel 1e-12) and the gradient against central
