@@ -1,15 +1,17 @@
 """A hash of the package's sources, for numba's disk-cache key of the kernels.
 
 numba keys a cached function on its own source file only, yet a compiled
-function contains the code of every function it calls: the cached loop of
-:mod:`samplers.kernel` holds the trajectory code of ``trajectory.py``, so an
-edit there would leave a stale loop in the cache.  The package therefore
-caches only its entry points (the chunk runners and the external-density
-callback; helpers are compiled with them), and each runner is a closure over
-this hash.  numba's cache key includes the values of a closure's variables,
-so an edit anywhere in the package compiles the loop anew while an installed
-copy keeps loading it.  Nothing is deleted; entries for old sources stay in
-numba's index until ``kernel.py`` itself changes, which resets it.
+function contains the code of every function it calls: the cached NUTS
+transition of :mod:`samplers.kernel` holds the trajectory code of
+``trajectory.py``, so an edit there would leave a stale transition in the
+cache.  The package therefore caches only its entry points (the chunk
+runners, the transitions and the step-size search they call, and the
+external-density callback; helpers are compiled with them), and each is a
+closure over this hash.  numba's cache key includes the values of a
+closure's variables, so an edit anywhere in the package compiles them anew
+while an installed copy keeps loading them.  Nothing is deleted; entries for
+old sources stay in numba's index until ``kernel.py`` itself changes, which
+resets it.
 """
 
 import hashlib

@@ -1,7 +1,9 @@
-"""How the package's numba functions are compiled: one decorator, one policy.
+"""How the package's numba functions are compiled: one policy, two decorators.
 
-Every numba function of the samplers but the chunk runners is a helper,
-called from other compiled code, and compiled with:
+Every numba function of the samplers but the entry points (the chunk
+runners, and in :mod:`samplers.kernel` the transitions and the step-size
+search they call) is a helper, called from other compiled code, and
+compiled with:
 
 - ``nogil``: chains run on threads;
 - no reference counting (``_nrt=False``): nothing allocates; workspaces
@@ -18,6 +20,23 @@ called from other compiled code, and compiled with:
 A helper is registered with ``numba.extending.overload``, which accepts
 those options; a call from Python (tests, debugging) goes to a separate
 twin, compiled with wrappers on first use.
+
+numba compiles each helper into a library of its own, optimizes it and
+turns it into machine code, then links its IR into every caller's
+library, which optimizes it and turns it into machine code again: code
+three calls deep is compiled four times.  A function with one call site
+that would only add such a level is :func:`inlined` instead: numba copies
+its IR into the caller before typing (``inline="always"`` on a jit
+function; on an overload, numba re-types the callee at every typing step
+and the runner took minutes).  The entry points of :mod:`samplers.kernel`
+inline the transitions and the step-size search this way.  Not more:
+inlining every helper made the runner's cold compile 2.6 times slower
+(numba copies and re-analyses the IR at every call site, and LLVM gets one
+huge function), inlining only the small leaves changed nothing.
+
+numba compiles a helper once per set of options of its callers: one called
+both by an entry point (or by code inlined into it) and by another helper
+is compiled twice.
 """
 
 import functools
@@ -28,6 +47,9 @@ from numba.extending import overload
 #: Options of a helper called from compiled code.
 HELPER_OPTIONS = dict(nogil=True, _nrt=False, error_model="numpy",
                       no_cpython_wrapper=True, no_cfunc_wrapper=True)
+#: Options of an inlined function called from Python (a caller inlines its
+#: IR and compiles it with its own options).
+INLINED_OPTIONS = dict(nogil=True, error_model="numpy")
 
 
 def compiled(py_func):
@@ -57,3 +79,22 @@ def compiled(py_func):
         lambda *args: py_func)
     call_from_python.py_func = py_func
     return call_from_python
+
+
+def inlined(py_func):
+    """Compile ``py_func`` into the body of each compiled caller (see the module
+    docstring): for a function with one call site in compiled code.
+
+    Parameters
+    ----------
+    py_func : function
+        numba-compilable; it may call helpers and other inlined functions.
+
+    Returns
+    -------
+    numba dispatcher
+        Inlined by numba into compiled callers before typing; called from
+        Python, compiled with Python wrappers on first use.  ``.py_func`` is
+        ``py_func``.
+    """
+    return njit(inline="always", **INLINED_OPTIONS)(py_func)

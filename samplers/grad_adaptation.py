@@ -115,9 +115,9 @@ def grad_var_switch(moments, counts):
 def grad_var_start(moments, counts, q, g, window):
     """Start the estimators at the initial point; the metric is left as it is.
 
-    Alone (without :func:`grad_var_init`) when the metric was given, as by
-    ``nuts(init="pathfinder")``: the given one serves until the first
-    estimate, as ``1 / |g|`` does otherwise.
+    Followed by :func:`inverse_metric_from_gradient` unless the metric was
+    given, as by ``nuts(init="pathfinder")``: the given one serves until the
+    first estimate, as ``1 / |g|`` does otherwise.
     """
     for r in range(N_MOMENTS):
         for i in range(moments.shape[1]):
@@ -127,14 +127,16 @@ def grad_var_start(moments, counts, q, g, window):
 
 
 @compiled
-def grad_var_init(moments, counts, q, g, inv_diag, window):
-    """Start the estimators at the initial point; inverse metric ``1 / |g|``.
+def inverse_metric_from_gradient(g, inv_diag):
+    """The inverse metric ``1 / |g|`` at the initial point, before the first estimate.
 
     A gradient entry that is zero or not finite leaves that entry at 1 (nuts-rs
     would set ``1e20`` for a zero gradient, a metric the step-size heuristic
-    then has to fight until the first estimate).
+    then has to fight until the first estimate).  Not a caller of
+    :func:`grad_var_start`, which the loop calls in both cases: numba compiles
+    a helper once per set of options of its callers, and a helper called by
+    the loop and by another helper was compiled twice.
     """
-    grad_var_start(moments, counts, q, g, window)
     for i in range(g.shape[0]):
         a = abs(g[i])
         inv_diag[i] = min(max(1.0 / a, VAR_MIN), VAR_MAX) if 0.0 < a < np.inf else 1.0

@@ -1,19 +1,30 @@
 """The transition loop of one chain over a range of iterations, in numba.
 
-:func:`chunk_runner` returns the compiled loop of one variant (NUTS or
-static HMC, diagonal or dense metric), compiled on first use against the
-first-class function type of the model entry
-(:data:`samplers.protocol.ENTRY_TYPE`), so it calls any model's numba function
-with no recompilation, and cached on disk.  It runs iterations
-``start .. stop - 1`` of a chain: the transition, then during warmup the
-step-size and metric adaptation, and writes the draw and its statistics to
-row ``it`` of the output arrays.  Two warmups: Stan's windowed one
-(:mod:`samplers.mass_matrix`) and nutpie's, from draws and gradients
-(:mod:`samplers.grad_adaptation`), chosen at run time.  All state that
-survives between chunks lives in the chain's arrays (:class:`ChainState`), so
-a chain can be run in pieces for the progress bar and Ctrl-C.  The loop
-allocates nothing (workspaces come from Python), so it is compiled without
-numba's reference counting.
+:func:`chunk_runner` returns the compiled loop of one variant (diagonal or
+dense metric; Stan's windowed warmup, :mod:`samplers.mass_matrix`, or
+nutpie's, from draws and gradients, :mod:`samplers.grad_adaptation`) with
+the transition (NUTS or static HMC) and the step-size search it calls.  Each
+is compiled on first use against the first-class function type of the model
+entry (:data:`samplers.protocol.ENTRY_TYPE`), so it calls any model's numba
+function with no recompilation, and cached on disk.  The loop runs
+iterations ``start .. stop - 1`` of a chain: the transition, then during
+warmup the step-size and metric adaptation, and writes the draw and its
+statistics to row ``it`` of the output arrays.  All state that survives
+between chunks lives in the chain's arrays (:class:`ChainState`), so a chain
+can be run in pieces for the progress bar and Ctrl-C.  Nothing allocates
+(workspaces come from Python), so all is compiled without numba's reference
+counting.
+
+Three entry points rather than one: the loop calls the transition and the
+step-size search through first-class function arguments, so their code is
+optimized and turned into machine code in their own library only, not a
+second time inside the loop's (numba compiles a callee's code again in
+every caller's library, :mod:`samplers._jit`).  With the warmup a
+compile-time constant of the loop as well, the first NUTS run after
+installing executes 13% fewer instructions (22% fewer in LLVM).  The call
+through a pointer, once per transition, costs nothing measurable; unboxing
+the two function arguments adds about 70 µs to each call of the loop, which
+the runner's chunks absorb (:mod:`samplers.runner`).
 """
 
 import functools
@@ -30,16 +41,17 @@ from .mass_matrix import (
     WelfordDense, WelfordDiag, regularize_covariance, regularize_variance,
     welford_dense_final, welford_dense_init, welford_dense_update,
     welford_diag_final, welford_diag_init, welford_diag_update)
-from .grad_adaptation import grad_adaptation_update, grad_var_init, grad_var_start
+from .grad_adaptation import (
+    grad_adaptation_update, grad_var_start, inverse_metric_from_gradient)
 from .metric import Metric, set_inverse_metric_dense
 from .protocol import ENTRY_TYPE
 from .static_hmc import hmc_transition
 from .step_size import (
     DualAveragingState, dual_averaging_final, dual_averaging_init,
     dual_averaging_update, find_reasonable_step_size)
-from .trajectory import TreeWork, nuts_transition
+from .trajectory import TransitionInfo, TreeWork, nuts_transition
 
-#: Hash of this package's sources: part of numba's cache key of the runners.
+#: Hash of this package's sources: part of numba's cache key of the entry points.
 SOURCE_HASH = source_hash(Path(__file__).parent)
 #: Columns of the statistics array, in order.
 STAT_NAMES = ("lp", "acceptance_rate", "step_size", "tree_depth", "n_steps",
@@ -139,23 +151,55 @@ def _record(it, q, lp, eps, info, draws, stats):
     stats[it, 7] = info.energy_error
 
 
-def _make_run_chunk(kind, dense):
-    """The flat-argument transition loop of one variant (see :func:`chunk_runner`).
+def _make_transition(kind):
+    """The transition entry point of one kind: NUTS or static HMC.
 
-    ``is_nuts`` and ``dense`` are closure constants: numba prunes the branches
-    they decide before typing, so a variant compiles only its own transition
-    and metric estimator.  numba's disk cache keys the closure by the values
-    of its variables: the variant and the hash of the package's sources
-    (:mod:`samplers._cache`).  The closure refers to no other closure (a
-    captured dispatcher would not pickle the same way in two processes,
-    defeating the cache).
+    The transition's code is inlined (:func:`samplers._jit.inlined`), so this
+    library is the only one that compiles it.  numba's disk cache keys the
+    closure by the values of its variables: the kind and the hash of the
+    package's sources (:mod:`samplers._cache`).  The closure refers to no
+    other closure (a captured dispatcher would not pickle the same way in
+    two processes, defeating the cache).
     """
+    sources = SOURCE_HASH
     is_nuts = kind == NUTS
+
+    def transition(f, fdata, idata, metric, eps, n, max_energy_error, rng, q, g, lp, work):
+        sources  # noqa: B018  (a closure variable, so part of the cache key)
+        if is_nuts:
+            return nuts_transition(f, fdata, idata, metric, eps, n, max_energy_error,
+                                   rng, q, g, lp, work)
+        return hmc_transition(f, fdata, idata, metric, eps, n, max_energy_error,
+                              rng, q, g, lp, work)
+
+    return transition
+
+
+def _make_step_size_search():
+    """The entry point of Stan's step-size heuristic (as :func:`_make_transition`)."""
     sources = SOURCE_HASH
 
-    def run_chunk(f, fdata, idata, q, g, sc, rng, inv_diag, inv_dense, momentum_factor,
-                  dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, wf_cov, ga_moments,
-                  ga_counts, ends, end_lp,
+    def step_size_search(f, fdata, idata, metric, eps, rng, q, g, lp, work):
+        sources  # noqa: B018  (a closure variable, so part of the cache key)
+        return find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+
+    return step_size_search
+
+
+def _make_run_chunk(dense, nutpie):
+    """The flat-argument transition loop of one variant (see :func:`chunk_runner`).
+
+    ``dense`` and ``nutpie`` (the warmup) are closure constants: numba
+    prunes the branches they decide before typing, so a variant compiles
+    only its own metric estimator.  The transition and the step-size search
+    are arguments (``transition``, ``search``).  Cached like
+    :func:`_make_transition`: by the variant and the hash of the sources.
+    """
+    sources = SOURCE_HASH
+
+    def run_chunk(f, fdata, idata, transition, search, q, g, sc, rng, inv_diag, inv_dense,
+                  momentum_factor, dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, wf_cov,
+                  ga_moments, ga_counts, ends, end_lp,
                   slots, slot_scalars, traj, interrupt, in_window, window_end, iconf, fconf,
                   start, stop, draws, stats):
         sources  # noqa: B018  (a closure variable, so part of the cache key)
@@ -167,7 +211,8 @@ def _make_run_chunk(kind, dense):
         else:
             wf = WelfordDiag(wf_n[0], wf_mean, wf_m2_diag)
         lp, eps = sc[LP], sc[STEP]
-        nutpie = not dense and iconf[ADAPT] == ADAPT_NUTPIE
+        # The transition's integer parameter: NUTS's depth, HMC's steps.
+        n = iconf[MAX_DEPTH] if iconf[KIND] == NUTS else iconf[NUM_STEPS]
         if start == 0:
             # Stan's services call set_mu(log(10 * stepsize)) before
             # init_stepsize runs: the first window shrinks toward ten times
@@ -177,23 +222,18 @@ def _make_run_chunk(kind, dense):
             # chain's metric, the identity or the given one).
             mu = math.log(10.0 * eps)
             if nutpie and iconf[N_TUNE] > 0:
-                if iconf[METRIC_GIVEN]:
-                    grad_var_start(ga_moments, ga_counts, q, g, iconf[SWITCH_FREQ])
-                else:
-                    grad_var_init(ga_moments, ga_counts, q, g, inv_diag, iconf[SWITCH_FREQ])
-            eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+                grad_var_start(ga_moments, ga_counts, q, g, iconf[SWITCH_FREQ])
+                if not iconf[METRIC_GIVEN]:
+                    inverse_metric_from_gradient(g, inv_diag)
+            eps = search(f, fdata, idata, metric, eps, rng, q, g, lp, work)
             da = DualAveragingState(0.0, 0.0, 0.0, mu, math.log(eps))
             if nutpie:
                 da = dual_averaging_init(eps)
         end = stop
         for it in range(start, stop):
             lp_start = lp
-            if is_nuts:
-                lp, info = nuts_transition(f, fdata, idata, metric, eps, iconf[MAX_DEPTH],
-                                           fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
-            else:
-                lp, info = hmc_transition(f, fdata, idata, metric, eps, iconf[NUM_STEPS],
-                                          fconf[MAX_ENERGY_ERROR], rng, q, g, lp, work)
+            lp, info = transition(f, fdata, idata, metric, eps, n, fconf[MAX_ENERGY_ERROR],
+                                  rng, q, g, lp, work)
             if interrupt[0] != 0:  # the transition may have been cut short: drop it
                 end = it
                 break
@@ -209,8 +249,7 @@ def _make_run_chunk(kind, dense):
                         ga_moments, ga_counts, it, lp != lp_start, q, g, inv_diag,
                         iconf[EARLY_END], iconf[FINAL_START], iconf[EARLY_FREQ],
                         fconf[WINDOW_GROWTH]):
-                    eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g,
-                                                    lp, work)
+                    eps = search(f, fdata, idata, metric, eps, rng, q, g, lp, work)
                     da = dual_averaging_init(eps)
                 if it == iconf[N_TUNE] - 1:
                     eps = dual_averaging_final(da)
@@ -226,7 +265,7 @@ def _make_run_chunk(kind, dense):
                     wf = _install_dense(metric, wf, wf_cov)
                 else:
                     wf = _install_diag(metric, wf)
-                eps = find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+                eps = search(f, fdata, idata, metric, eps, rng, q, g, lp, work)
                 da = dual_averaging_init(eps)
             if it == iconf[N_TUNE] - 1:
                 eps = dual_averaging_final(da)
@@ -243,10 +282,26 @@ _F2 = types.float64[:, ::1]
 _F3 = types.float64[:, :, ::1]
 _B1 = types.boolean[::1]
 _I1 = types.int64[::1]
+_U1 = types.uint64[::1]
+_METRIC = types.NamedTuple((_F1, _F2, _F2, types.boolean), Metric)
+_WORK = types.NamedTuple((_F3, _F1, _F3, _F2, _F2, _I1), TreeWork)
+_INFO = types.NamedTuple((types.float64, types.int64, types.int64, types.boolean,
+                          types.float64, types.float64), TransitionInfo)
 
+#: ``(lp, info) = transition(f, fdata, idata, metric, eps, n, max_energy_error,
+#: rng, q, g, lp, work)``: NUTS (``n`` the maximum depth) or static HMC
+#: (``n`` leapfrog steps).
+_TRANSITION_SIGNATURE = types.Tuple((types.float64, _INFO))(
+    ENTRY_TYPE, _F1, _I1, _METRIC, types.float64, types.int64, types.float64,
+    _U1, _F1, _F1, types.float64, _WORK)
+#: ``eps = search(f, fdata, idata, metric, eps, rng, q, g, lp, work)``.
+_SEARCH_SIGNATURE = types.float64(
+    ENTRY_TYPE, _F1, _I1, _METRIC, types.float64, _U1, _F1, _F1, types.float64, _WORK)
 _CHUNK_SIGNATURE = types.int64(
     ENTRY_TYPE, _F1, _I1,                      # model entry
-    _F1, _F1, _F1, types.uint64[::1],          # q, grad, scalars, rng
+    types.FunctionType(_TRANSITION_SIGNATURE),  # transition
+    types.FunctionType(_SEARCH_SIGNATURE),      # step-size search
+    _F1, _F1, _F1, _U1,                        # q, grad, scalars, rng
     _F1, _F2, _F2, types.boolean,              # metric
     _I1, _F1, _F1, _F2, _F2,                   # Welford buffers, covariance workspace
     _F2, _I1,                                  # nutpie warmup state
@@ -254,40 +309,101 @@ _CHUNK_SIGNATURE = types.int64(
     _B1, _B1, _I1, _F1,                        # schedule, configuration
     types.int64, types.int64, _F2, _F2,        # start, stop, outputs
 )
+#: Options of the entry points (see :mod:`samplers._jit`).  Python calls the
+#: loop (it needs no C wrapper); the loop calls the transition and the
+#: step-size search through their C wrappers (they need no Python wrapper).
+_OPTIONS = dict(cache=True, nogil=True, _nrt=False, error_model="numpy")
+
+
+class ChunkRunner(NamedTuple):
+    """The compiled entry points one chain runs with (see :func:`chunk_runner`).
+
+    Attributes
+    ----------
+    loop : numba dispatcher
+        The loop over iterations, called from Python by :func:`advance`.
+    transition, search : numba first-class functions
+        The transition and the step-size search, arguments of the loop.
+    """
+
+    loop: object
+    transition: object
+    search: object
 
 
 @functools.cache
-def chunk_runner(kind, dense):
-    """Return the compiled chunk runner of one variant: NUTS or static HMC,
-    diagonal or dense metric.
-
-    A variant is compiled (or loaded from numba's disk cache) on first use,
-    not at import, and only with the code it needs (its helpers with the
-    options of :mod:`samplers._jit`, like the runner itself).  The runner has an
-    explicit signature over the first-class function type of the model
-    entry, so every model shares it.  Arguments, flat: the model entry, the
-    fields of :class:`ChainState` (the metric's four in place of ``metric``),
-    those of :class:`samplers.trajectory.TreeWork`, the two schedule arrays,
-    the integer and float configuration, ``start``, ``stop`` and the output
-    arrays (:data:`_CHUNK_SIGNATURE`; :func:`advance` spreads them).  The
-    warmup (Stan's or nutpie's) is chosen by ``iconf[ADAPT]`` at run time, so
-    both share one compiled variant.  It runs
-    iterations ``start .. stop - 1`` and returns the index after the last
-    one it recorded: ``stop``, or less when the interrupt flag was set (the
-    transition it cut short is dropped).  It releases the GIL, so chains run
-    in parallel on threads.  Call it once from one thread before starting
-    others.
-    """
-    return njit(_CHUNK_SIGNATURE, cache=True, nogil=True, _nrt=False, error_model="numpy")(
-        _make_run_chunk(int(kind), bool(dense)))
+def _transition(kind):
+    return njit(_TRANSITION_SIGNATURE, no_cpython_wrapper=True, **_OPTIONS)(
+        _make_transition(kind))
 
 
-def advance(run_chunk, entry, state, work, schedule, iconf, fconf, start, stop, draws, stats):
-    """Run iterations ``start .. stop - 1`` of one chain with a compiled runner.
+@functools.cache
+def _search():
+    return njit(_SEARCH_SIGNATURE, no_cpython_wrapper=True, **_OPTIONS)(
+        _make_step_size_search())
+
+
+@functools.cache
+def _loop(dense, nutpie):
+    return njit(_CHUNK_SIGNATURE, no_cfunc_wrapper=True, **_OPTIONS)(
+        _make_run_chunk(dense, nutpie))
+
+
+def _first_class(dispatcher):
+    """``dispatcher`` (compiled for one signature) as a first-class function
+    argument: numba unboxes it in about 35 µs per call of the loop, the
+    dispatcher itself in about 100 (it looks its compiled code up again)."""
+    return types.CompileResultWAP(dispatcher.overloads[dispatcher.signatures[0]])
+
+
+@functools.cache
+def chunk_runner(kind, dense, adaptation=None):
+    """Return the compiled entry points of one variant: NUTS or static HMC,
+    diagonal or dense metric, Stan's or nutpie's warmup.
+
+    Each is compiled (or loaded from numba's disk cache) on first use, not at
+    import, and only with the code it needs (its helpers with the options of
+    :mod:`samplers._jit`); the variants share what they have in common (the
+    transition, the step-size search).  Each has an explicit signature over
+    the first-class function type of the model entry, so every model shares
+    it.  The loop's arguments, flat: the model entry, the transition and the
+    step-size search, the fields of :class:`ChainState` (the metric's four
+    in place of ``metric``), those of :class:`samplers.trajectory.TreeWork`,
+    the two schedule arrays, the integer and float configuration, ``start``,
+    ``stop`` and the output arrays (:data:`_CHUNK_SIGNATURE`; :func:`advance`
+    spreads them).  The loop runs iterations ``start .. stop - 1`` and
+    returns the index after the last one it recorded: ``stop``, or less when
+    the interrupt flag was set (the transition it cut short is dropped).  It
+    releases the GIL, so chains run in parallel on threads.  Call
+    :func:`chunk_runner` once from one thread before starting others.
 
     Parameters
     ----------
-    run_chunk : the result of :func:`chunk_runner`
+    kind : {NUTS, HMC}
+    dense : bool
+    adaptation : {ADAPT_STAN, ADAPT_NUTPIE}, optional
+        The warmup (``iconf[ADAPT]``); by default nutpie's for a diagonal
+        metric, Stan's for a dense one (nutpie's is diagonal only).
+
+    Returns
+    -------
+    ChunkRunner
+    """
+    dense = bool(dense)
+    if adaptation is None:
+        adaptation = ADAPT_STAN if dense else ADAPT_NUTPIE
+    nutpie = int(adaptation) == ADAPT_NUTPIE and not dense
+    return ChunkRunner(_loop(dense, nutpie), _first_class(_transition(int(kind))),
+                       _first_class(_search()))
+
+
+def advance(runner, entry, state, work, schedule, iconf, fconf, start, stop, draws, stats):
+    """Run iterations ``start .. stop - 1`` of one chain with compiled entry points.
+
+    Parameters
+    ----------
+    runner : ChunkRunner
+        From :func:`chunk_runner` for the variant of ``iconf``.
     entry : NumbaEntry
     state : ChainState
         Advanced in place.
@@ -306,8 +422,9 @@ def advance(run_chunk, entry, state, work, schedule, iconf, fconf, start, stop, 
         The index after the last recorded iteration.
     """
     m = state.metric
-    return run_chunk(entry.function, entry.fdata, entry.idata, state.q, state.grad,
-                     state.scalars, state.rng, m.inv_diag, m.inv_dense, m.momentum_factor,
-                     m.dense, state.wf_n, state.wf_mean, state.wf_m2_diag, state.wf_m2_dense,
-                     state.wf_cov, state.ga_moments, state.ga_counts, *work, schedule[0], schedule[1], iconf, fconf, start, stop,
-                     draws, stats)
+    return runner.loop(entry.function, entry.fdata, entry.idata, runner.transition,
+                       runner.search, state.q, state.grad, state.scalars, state.rng,
+                       m.inv_diag, m.inv_dense, m.momentum_factor, m.dense, state.wf_n,
+                       state.wf_mean, state.wf_m2_diag, state.wf_m2_dense, state.wf_cov,
+                       state.ga_moments, state.ga_counts, *work, schedule[0], schedule[1],
+                       iconf, fconf, start, stop, draws, stats)

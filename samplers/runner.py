@@ -19,12 +19,18 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .interrupt import Interrupt
-from .kernel import DENSE, KIND, MAX_DEPTH, STAT_NAMES, advance, chunk_runner
+from .kernel import ADAPT, DENSE, KIND, MAX_DEPTH, STAT_NAMES, advance, chunk_runner
 from .trajectory import make_work
 
-#: Chunks are sized to take about this long, within [1, MAX_CHUNK] transitions.
+#: Chunks are sized to take about this long, within [1, MAX_CHUNK] transitions
+#: and at most GROWTH times the previous chunk (its time per transition is the
+#: estimate, and early warmup transitions can be much cheaper than later
+#: ones).  Starting a chunk costs about 0.1 ms (numba unboxes some 30
+#: arguments, three of them functions): with chunks of at most 100
+#: transitions that was a fifth of eight schools' sampling (4 µs each).
 CHUNK_SECONDS = 0.2
-MAX_CHUNK = 100
+MAX_CHUNK = 10_000
+GROWTH = 10
 _DIVERGING = STAT_NAMES.index("diverging")
 
 
@@ -65,7 +71,7 @@ def _run_one(run_chunk, entry, state, work, schedule, iconf, fconf, draws, stats
                      draws, stats)
         done[c] = it
         per_iter = (time.perf_counter() - t0) / n
-        size = int(min(MAX_CHUNK, max(1, CHUNK_SECONDS / max(per_iter, 1e-9))))
+        size = int(min(MAX_CHUNK, GROWTH * n, max(1, CHUNK_SECONDS / max(per_iter, 1e-9))))
 
 
 def _update_bar(bar, done, stats, n_tune):
@@ -124,7 +130,7 @@ def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, pr
     works = [make_work(dim, max(int(iconf[MAX_DEPTH]), 1), interrupt.flag) for _ in states]
     bar = tqdm(total=chains * n_total, disable=not progress, unit="draws", smoothing=0.1)
     with interrupt.handling_sigint():
-        run_chunk = chunk_runner(iconf[KIND], iconf[DENSE])  # compiles once, in this thread
+        run_chunk = chunk_runner(iconf[KIND], iconf[DENSE], iconf[ADAPT])  # compiles once, here
         with ThreadPoolExecutor(max_workers=cores) as pool:
             futures = [pool.submit(_run_one, run_chunk, entry, states[c], works[c], schedule,
                                    iconf, fconf, draws[c], stats[c], done, c)

@@ -7,14 +7,14 @@ leapfrog steps and accepts the end point with probability
 
 import math
 
-from ._jit import compiled
+from ._jit import inlined
 from .integrator import leapfrog
 from .metric import hamiltonian, sample_momentum, velocity
 from .rng import uniform
 from .trajectory import TransitionInfo
 
 
-@compiled
+@inlined
 def hmc_transition(f, fdata, idata, metric, eps, num_steps, max_energy_error,
                    rng, q, g, lp, work):
     """One static HMC transition; ``q`` and ``g`` are updated in place.

@@ -9,7 +9,7 @@ immutable :class:`DualAveragingState`.  Stan's constants are the defaults:
 import math
 from typing import NamedTuple
 
-from ._jit import compiled
+from ._jit import compiled, inlined
 from .integrator import leapfrog
 from .metric import hamiltonian, sample_momentum, velocity
 
@@ -91,7 +91,7 @@ def _one_step_delta_h(f, fdata, idata, metric, eps, rng, q, g, lp, work):
     return h0 - hamiltonian(lp_new, pn, vn)
 
 
-@compiled
+@inlined
 def find_reasonable_step_size(f, fdata, idata, metric, eps, rng, q, g, lp, work,
                               max_iter=100):
     """Stan's ``init_stepsize``: double or halve ``eps`` until the one-step

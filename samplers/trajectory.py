@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import compiled
+from ._jit import compiled, inlined
 from .integrator import leapfrog
 from .metric import hamiltonian, sample_momentum, velocity
 from .rng import uniform
@@ -122,9 +122,14 @@ def make_work(dim, max_depth, interrupt=None):
                     np.zeros((3, n)), np.zeros((3, dim)), interrupt)
 
 
-@compiled
+@inlined
 def log_add_exp(a, b):
-    """Return ``log(exp(a) + exp(b))`` without overflow; -inf safe."""
+    """Return ``log(exp(a) + exp(b))`` without overflow; -inf safe.
+
+    Inlined: called both by :func:`nuts_transition` (compiled inside the
+    transition's entry point) and by a helper, a helper would be compiled
+    twice (numba keys a helper's compilation by its caller's options).
+    """
     if a == -np.inf:
         return b
     if b == -np.inf:
@@ -270,7 +275,7 @@ def _take_sample(work, s, q, g):
         g[i] = slots[G_PROP, s, i]
 
 
-@compiled
+@inlined
 def nuts_transition(f, fdata, idata, metric, eps, max_depth, max_energy_error,
                     rng, q, g, lp, work):
     """One NUTS transition from ``(q, g, lp)``; ``q`` and ``g`` are updated in place.

@@ -27,10 +27,15 @@ def test_hash_of_a_copy_is_the_same(tmp_path):
     assert source_hash(copy) == kernel.SOURCE_HASH
 
 
-def test_runner_closes_over_the_variant_and_the_hash():
+def _cells(fn):
+    return [c.cell_contents for c in fn.__closure__]
+
+
+def test_entry_points_close_over_the_variant_and_the_hash():
+    for dense, nutpie in ((False, True), (False, False), (True, False)):
+        cells = _cells(kernel._make_run_chunk(dense, nutpie))
+        assert kernel.SOURCE_HASH in cells and dense in cells and nutpie in cells
     for kind in (kernel.NUTS, kernel.HMC):
-        for dense in (False, True):
-            fn = kernel._make_run_chunk(kind, dense)
-            cells = [c.cell_contents for c in fn.__closure__]
-            assert kernel.SOURCE_HASH in cells
-            assert (kind == kernel.NUTS) in cells and dense in cells
+        cells = _cells(kernel._make_transition(kind))
+        assert kernel.SOURCE_HASH in cells and (kind == kernel.NUTS) in cells
+    assert _cells(kernel._make_step_size_search()) == [kernel.SOURCE_HASH]

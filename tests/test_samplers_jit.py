@@ -1,5 +1,6 @@
 """The compile policy of the samplers' helpers (samplers._jit)."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -27,9 +28,11 @@ def test_a_helper_runs_from_python_and_from_another_helper():
 @pytest.mark.slow
 def test_runner_helpers_are_compiled_without_python_wrappers(tmp_path):
     """In a fresh numba cache, every function of the package compiled for the
-    NUTS runner but the runner itself has no Python wrapper (they were a
-    quarter of the runner's cold compile), and no HMC or dense-metric code is
-    compiled."""
+    NUTS runner but the loop itself has no Python wrapper (they were a
+    quarter of the runner's cold compile); no HMC, dense-metric or Stan
+    warmup code is compiled; the transition is compiled inside its entry
+    point, not as a library of its own; the trajectory's helpers and the
+    warmup's are compiled once."""
     script = textwrap.dedent("""
         from numba.core import event
         from logdens.samplers import kernel
@@ -54,7 +57,11 @@ def test_runner_helpers_are_compiled_without_python_wrappers(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=600, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
     assert out.returncode == 0, out.stderr
-    wrapped, names = out.stdout.splitlines()[-2:]
-    assert wrapped == "['run_chunk']"
-    assert "nuts_transition" in names and "build_subtree" in names
-    assert "hmc_transition" not in names and "welford_dense_update" not in names
+    wrapped, names = (ast.literal_eval(line) for line in out.stdout.splitlines()[-2:])
+    assert wrapped == ["run_chunk"]
+    assert "transition" in names and "build_subtree" in names
+    assert "nuts_transition" not in names and "find_reasonable_step_size" not in names
+    for name in ("hmc_transition", "welford_dense_update", "welford_diag_update"):
+        assert name not in names
+    for name in ("grad_var_start", "build_subtree", "merge_subtrees", "leapfrog"):
+        assert names.count(name) == 1, name
