@@ -24,7 +24,6 @@ sweep runs once per row into that row's output.
 """
 
 import math
-import re
 
 from logdens import expr as ex
 from logdens import gp, linalg, linalg_kernels, rules, validate
@@ -147,7 +146,7 @@ class ShapedTerm:
         self.assigned, self.shared = set(), set()  # see ``_share_adjoints``
         self.flat_views = set()  # block buffers read flat (``_event_loops``)
         self.row_assigned = set()  # see ``_row_assigned``
-        self.scalar_locals = {}  # whole scalar buffer -> its local, inside ``_event_loops``
+        self.scalar_locals, self.locals_used = {}, set()  # whole scalar buffer -> its local (``_event_loops``)
         self._share_adjoints()
 
     # ----- what each node is --------------------------------------------
@@ -403,7 +402,10 @@ class ShapedTerm:
         """Code of element ``t`` of a buffer at row ``row`` (see ``_at``; a whole
         scalar inside ``_event_loops``: its local)."""
         if not rowed:
-            return self.scalar_locals.get(buffer, f"{buffer}[{t}]") if t == "0" else f"{buffer}[{t}]"
+            if t == "0" and buffer in self.scalar_locals:
+                self.locals_used.add(buffer)
+                return self.scalar_locals[buffer]
+            return f"{buffer}[{t}]"
         if row is None:
             self.flat_views.add(buffer)
             return f"f{buffer}[{t}]"
@@ -445,27 +447,22 @@ class ShapedTerm:
         it, reloads it and redoes what depends on it (a Normal's log sigma) at
         every element, and the loop does not vectorize (40x on an HMM's
         emissions)."""
-        self.scalar_locals = {}
-        before, after = [], []
+        self.scalar_locals, self.locals_used = {}, set()
+        lines = {}  # buffer -> (lines before the loops, lines after them)
         for child in operands:
             kid = self.info[id(child)]
             if (kid.rowed or kid.value is None or _rule(child).constant or max(kid.size, 1) != 1
                     or kid.value in self.scalar_locals):  # not rowed, not twice (rho * rho)
                 continue
             self.scalar_locals[kid.value] = f"{kid.value}_0"
-            before.append(f"{kid.value}_0 = {kid.value}[0]")
+            lines[kid.value] = ([f"{kid.value}_0 = {kid.value}[0]"], [])
             if kid.adjoint is not None and id(child) not in self.shared:
                 self.scalar_locals[kid.adjoint] = f"{kid.adjoint}_0"
-                before.append(f"{kid.adjoint}_0 = 0.0")
-                after.append(f"{kid.adjoint}[0] += {kid.adjoint}_0")
+                lines[kid.adjoint] = ([f"{kid.adjoint}_0 = 0.0"], [f"{kid.adjoint}[0] += {kid.adjoint}_0"])
         loops = self._element_loops(node, operands, body, fixed_row)
+        used = [lines[b] for b in lines if b in self.locals_used]
         self.scalar_locals = {}
-        text = "\n".join(loops)
-
-        def used(name):
-            return re.search(rf"\b{name}\b", text) is not None
-        return ([line for line in before if used(line.split(" = ")[0])] + loops
-                + [line for line in after if used(line.split(" += ")[1])])
+        return [x for first, _ in used for x in first] + loops + [x for _, last in used for x in last]
 
     def _element_loops(self, node, operands, body, fixed_row):
         """Lines running ``body(row, t, operand_index)`` over ``node``'s elements:
