@@ -199,6 +199,14 @@ class CudaLogDensity(LogDensity):
         b = self._run(points, True, jacobian)
         return self._log_densities(b.lps, thetas, host, propto), (b.grads.copy_to_host() if host else _copy(b.grads))
 
+    def device_gradients(self, thetas):
+        """Log densities ``(K,)`` and gradients ``(K, dim)`` of the device array
+        ``thetas`` in this density's own device buffers, no copy and no wait: a
+        sampler's loop on the device (``samplers.chees_device``) reads them
+        before its next call, which overwrites them."""
+        b = self._run(_device(thetas), True, True)
+        return b.lps, b.grads
+
     def log_density_batch(self, thetas, propto=True, jacobian=True):
         points, host = self._points(thetas, "thetas")
         return self._log_densities(self._run(points, False, jacobian).lps, thetas, host, propto)

@@ -482,24 +482,33 @@ def _advance_entry(entry, ens, prop, ad, schedule, iconf, fconf, interrupt, star
                           start, stop, draws, stats)
 
 
-# ----- the batch run (one Python call per leapfrog step) --------------------
+# ----- the batch run (one Python call per leapfrog step or iteration) ------
 
 
-def _leapfrog_batch(batch, metric, eps, max_energy_error, prop):
-    """One ensemble leapfrog step with one call of ``batch(thetas) -> (lps, grads)``."""
-    drift(metric, eps, prop)
-    lps, grads = batch(prop.q.copy())
-    take_gradients(np.ascontiguousarray(lps, dtype=np.float64),
-                   np.ascontiguousarray(grads, dtype=np.float64), prop)
-    kick(metric, eps, max_energy_error, prop)
+def batch_steps(batch):
+    """``steps(metric, eps, max_energy_error, prop, n, interrupt)``: ``n``
+    ensemble leapfrog steps, one call of ``batch(thetas) -> (lps, grads)``
+    each; False when interrupted (checked after every step).
+    :class:`samplers.chees_device.DeviceSteps` does the same on a GPU."""
+    def steps(metric, eps, max_energy_error, prop, n, interrupt):
+        for _ in range(n):
+            drift(metric, eps, prop)
+            lps, grads = batch(prop.q.copy())
+            take_gradients(np.ascontiguousarray(lps, dtype=np.float64),
+                           np.ascontiguousarray(grads, dtype=np.float64), prop)
+            kick(metric, eps, max_energy_error, prop)
+            if interrupt[0] != 0:
+                return False
+        return True
+    return steps
 
 
-def _heuristic_batch(batch, metric, ens, prop, eps, max_energy_error):
-    """:func:`entry_heuristic` with batch gradients."""
-    direction = 0
+def _heuristic_steps(steps, metric, ens, prop, eps, max_energy_error):
+    """:func:`entry_heuristic` with the one-step probes of ``steps``."""
+    direction, no_interrupt = 0, np.zeros(1, dtype=np.int64)
     for k in range(_HEURISTIC_MAX_ITER + 1):
         proposal_start(metric, ens, prop)
-        _leapfrog_batch(batch, metric, eps, max_energy_error, prop)
+        steps(metric, eps, max_energy_error, prop, 1, no_interrupt)
         eps, direction, done = heuristic_update(k, direction, eps,
                                                 probe_accept(max_energy_error, prop))
         if done:
@@ -507,25 +516,24 @@ def _heuristic_batch(batch, metric, ens, prop, eps, max_energy_error):
     return eps
 
 
-def _advance_batch(batch, ens, prop, ad, schedule, iconf, fconf, interrupt, start, stop,
+def _advance_steps(steps, ens, prop, ad, schedule, iconf, fconf, interrupt, start, stop,
                    draws, stats):
-    """The loop of :func:`chunk_runner` in Python around batch gradients:
-    the same compiled pieces in the same order."""
+    """The loop of :func:`chunk_runner` in Python around the leapfrog steps of
+    ``steps`` (:func:`batch_steps` or a device's): the same compiled pieces
+    in the same order."""
     sc, max_error = ad.scalars, fconf[MAX_ERROR]
     metric = Metric(ad.inv_diag, _unit(), _unit(), False)
     if start == 0 and iconf[N_TUNE] > 0:
-        eps = _heuristic_batch(batch, metric, ens, prop, sc[STEP], max_error)
+        eps = _heuristic_steps(steps, metric, ens, prop, sc[STEP], max_error)
         restart(ad, eps, math.exp(sc[LOG_T]) if math.isfinite(sc[LOG_T]) else eps)
     for it in range(start, stop):
         eps, duration, n = iteration_plan(ad, it, iconf)
         proposal_start(metric, ens, prop)
-        for _ in range(n):
-            _leapfrog_batch(batch, metric, eps, max_error, prop)
-            if interrupt[0] != 0:
-                return it
+        if not steps(metric, eps, max_error, prop, n, interrupt):
+            return it
         if end_iteration(it, eps, duration, ens, prop, ad, schedule[0], schedule[1], iconf, fconf,
                          draws, stats):
-            eps = _heuristic_batch(batch, metric, ens, prop, sc[STEP], max_error)
+            eps = _heuristic_steps(steps, metric, ens, prop, sc[STEP], max_error)
             restart_step_size(ad, eps)
     return stop
 
@@ -590,10 +598,11 @@ def chees_step(gradients, ens, prop, inv_metric, step_size, n_steps,
     """
     metric = Metric(np.ascontiguousarray(inv_metric, dtype=np.float64), _unit(), _unit(), False)
     proposal_start(metric, ens, prop)
-    for _ in range(int(n_steps)):
-        if callable(gradients):
-            _leapfrog_batch(gradients, metric, step_size, max_energy_error, prop)
-        else:
+    if callable(gradients):
+        batch_steps(gradients)(metric, step_size, max_energy_error, prop, int(n_steps),
+                               np.zeros(1, dtype=np.int64))
+    else:
+        for _ in range(int(n_steps)):
             drift(metric, step_size, prop)
             entry_gradients(gradients.function, gradients.fdata, gradients.idata, prop)
             kick(metric, step_size, max_energy_error, prop)
@@ -641,20 +650,35 @@ def _check(draws, tune, chains, max_leapfrog_steps, target_accept, jitter, step_
         raise ValueError("tune=0 needs step_size and trajectory_length (nothing is adapted)")
 
 
-def _batch_function(log_density, entry, gradient):
-    """The batch gradient to use, or None for the compiled loop over the entry."""
+GRADIENT_SOURCES = ("entry", "batch", "device")
+
+
+def _gradient_source(log_density, entry, gradient):
+    """Where the gradients come from (``gradient``, or the default of
+    :func:`chees`): one of :data:`GRADIENT_SOURCES`."""
     batch = getattr(log_density, "log_density_gradient_batch", None)
+    device = getattr(log_density, "device_gradients", None)
     if gradient is None:
-        on_device = getattr(log_density, "batches_on_device", False) and callable(batch)
-        gradient = "entry" if (entry is not None and not on_device) or not callable(batch) else "batch"
-    if gradient not in ("entry", "batch"):
-        raise ValueError(f"gradient={gradient!r}; expected 'entry', 'batch' or None")
-    if gradient == "entry":
-        return None
-    if not callable(batch):
-        raise ValueError(f"gradient='batch': {type(log_density).__name__} has no "
-                         "log_density_gradient_batch(thetas)")
-    return lambda thetas: batch(thetas)
+        if callable(device):
+            return "device"
+        on_device = getattr(log_density, "batches_on_device", False)
+        return "entry" if (entry is not None and not on_device) or not callable(batch) else "batch"
+    if gradient not in GRADIENT_SOURCES:
+        raise ValueError(f"gradient={gradient!r}; expected one of {GRADIENT_SOURCES} or None")
+    needs = {"batch": ("log_density_gradient_batch(thetas)", batch),
+             "device": ("device_gradients(thetas) (a density on a GPU)", device)}.get(gradient)
+    if needs and not callable(needs[1]):
+        raise ValueError(f"gradient={gradient!r}: {type(log_density).__name__} has no {needs[0]}")
+    return gradient
+
+
+def _steps(log_density, source, chains, dim):
+    """The ``steps`` function of ``source`` "batch" or "device"."""
+    if source == "batch":
+        batch = log_density.log_density_gradient_batch
+        return batch_steps(lambda thetas: batch(thetas))
+    from .chees_device import DeviceSteps  # numba.cuda: only for a density on a device
+    return DeviceSteps(log_density, chains, dim)
 
 
 #: Chunks of iterations are sized to take about this long (progress bar, Ctrl-C).
@@ -736,14 +760,17 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
     progress : bool
     save_warmup, log_likelihood, log_likelihood_max_bytes
         As :func:`samplers.nuts`.
-    gradient : {None, "entry", "batch"}
+    gradient : {None, "entry", "batch", "device"}
         Where gradients come from: ``"entry"``, the model's numba entry in
         one compiled loop (an external density without it calls back into
         Python once per chain and step); ``"batch"``,
         ``log_density_gradient_batch(thetas)`` once per leapfrog step for all
-        chains.  ``None``: the batch method of a density that evaluates
-        batches on a device (``batches_on_device``: the CUDA backend), else
-        the entry when there is one, else the batch method.
+        chains; ``"device"``, a GPU density's ``device_gradients``, with each
+        iteration's leapfrog steps on the device
+        (:mod:`samplers.chees_device`).  ``None``: ``"device"`` on the CUDA
+        backend, else the batch method of a density that evaluates batches
+        on a device (``batches_on_device``), else the entry when there is
+        one, else the batch method.
     adapt_init_buffer, adapt_term_buffer, adapt_window : int
         Stan's metric windows (:func:`samplers.nuts`); each window pools the
         draws of all chains.
@@ -762,7 +789,7 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
     log_density = resolve(model)
     dim = dimension(log_density)
     entry = numba_entry(log_density)
-    batch = _batch_function(log_density, entry, gradient)
+    source = _gradient_source(log_density, entry, gradient)
     ad = _adaptation(dim, seed, step_size, trajectory_length, inv_metric)
     iconf = np.array([tune, max_leapfrog_steps, HALTON if jitter == "halton" else UNIFORM,
                       bool(adapt_metric)], dtype=np.int64)
@@ -775,15 +802,15 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         with context as entry:
             ens = ensemble_init(entry, dim, chains, seed, init)
             check_outputs(log_density, ens.q[0], log_likelihood)
-            advance = (functools.partial(_advance_batch, batch) if batch is not None
-                       else functools.partial(_advance_entry, entry))
+            advance = (functools.partial(_advance_entry, entry) if source == "entry" else
+                       functools.partial(_advance_steps, _steps(log_density, source, chains, dim)))
             raw, stats, n_done = _run(advance, ens, make_proposal(chains, dim), ad, schedule,
                                       iconf, fconf, interrupt, tune + draws, progress)
         interrupt.wrap_up()
         attrs = {"sampler": "chees", "seed": int(seed), "tune": int(tune), "chains": int(chains),
                  "step_size": float(ad.scalars[STEP]),
                  "trajectory_length": float(ad.scalars[LENGTH]), "jitter": jitter,
-                 "gradient": "batch" if batch is not None else "entry",
+                 "gradient": source,
                  "interrupted": int(n_done < tune + draws)}
         idata, missing = to_datatree(log_density, raw, stats, tune,
                                      save_warmup or n_done <= tune, None, attrs,
