@@ -64,6 +64,7 @@ class _PackageStampLocator(caching._CacheLocator):
 
     def __init__(self, inner):
         self._inner = inner
+        self._py_file = inner._py_file  # numba's warning that a function cannot be cached names it
 
     def ensure_cache_path(self):
         self._inner.ensure_cache_path()

@@ -1,6 +1,9 @@
 """``distributions.jit``: the kernels' fixed flags and their disk cache."""
 
 import hashlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numba
@@ -75,3 +78,17 @@ def test_flags_do_not_come_from_the_first_caller():
 
     assert caller(0.0) == np.inf
     assert caller(4.0) == 0.25
+
+
+def test_a_kernel_numba_cannot_cache_is_compiled_with_a_warning(tmp_path):
+    """numba's warning that a function cannot be cached (with ``NUMBA_OPT=0``
+    the kernels hold dynamic globals) names the locator's file: it used to
+    raise ``AttributeError`` instead, so no model compiled at ``NUMBA_OPT=0``."""
+    script = ("import numpy as np, logdens as ld\n"
+              "m = ld.Model()\n"
+              "m.observe('y', ld.Poisson(ld.exp(m.param('mu'))), np.zeros(3))\n"
+              f"print(m.compile(cache_dir={str(tmp_path / 'models')!r}).log_density_gradient(np.zeros(1))[0])\n")
+    env = {**os.environ, "NUMBA_OPT": "0", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert float(result.stdout.split()[-1]) == -3.0
