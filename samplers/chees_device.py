@@ -88,16 +88,17 @@ class DeviceSteps:
         self.host_vectors = cuda.pinned_array((4, chains, dim))
         self.host_scalars = cuda.pinned_array((chains, N_SCALARS))
         threads = min(THREADS, chains)
-        self.launch = (math.ceil(chains / threads), threads)
+        launch = (math.ceil(chains / threads), threads)
+        self.first_drift, self.kick = _first_drift[launch], _kick[launch]
+        self.positions = self.vectors[Q]
 
     def __call__(self, metric, eps, max_energy_error, prop, n, interrupt):
         self._upload(metric, prop)
-        launch = self.launch
-        _first_drift[launch](eps, self.inv_diag, self.vectors, self.scalars)
+        self.first_drift(eps, self.inv_diag, self.vectors, self.scalars)
         for step in range(n):
-            lps, grads = self.gradients(self.vectors[Q])
-            _kick[launch](eps, max_energy_error, self.inv_diag, lps, grads, self.vectors, self.scalars,
-                          step < n - 1)
+            lps, grads = self.gradients(self.positions)
+            self.kick(eps, max_energy_error, self.inv_diag, lps, grads, self.vectors, self.scalars,
+                      step < n - 1)
         self._download(prop)
         return interrupt[0] == 0
 
