@@ -153,7 +153,15 @@ class Lowering:
             return self._buffered(var, block, f"d_{ident}[{self.gathered_index[index]}[r]]", None,
                                   f"{name}[{index}]")
         element = f"d_{ident}[0]" if node.shape == () else self._element(f"d_{ident}", block, index)
-        block.forward.append(f"{var} = {element}  # {name}")
+        block.forward.append(f"{var} = {self._data_read(element)}  # {name}")
+
+    def _data_read(self, element):
+        """Code of a data ``element`` read as float64: on a GPU the data may be
+        stored as float32 (``compile(backend="cuda", dtype=np.float32)``), and a
+        float32 value would make float32 whatever it meets without a float64
+        operand (``x * x``, ``log(x)``), or in the simulator anything at all.
+        Not ``float()``: numba types ``float(x)`` of a float32 as float32."""
+        return f"numba.float64({element})" if self.grid else element
 
     def _gathered_param(self, node, p, var, block, index):
         """``node[k]`` with ``k`` read from an index array at the row: gathered into
@@ -407,13 +415,14 @@ class Lowering:
             return lambda a, b: [f"a{buffer}[{index}] = {a}"]
         j = self.fresh("j")
         element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{p.ident}[{j}]"
+        x = self._data_read(f"{X}[{j}, {index}]")
         block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({vector.shape[0]}):",
-                          f"    {var} += {X}[{j}, {index}] * {element}"]
+                          f"    {var} += {x} * {element}"]
 
         def rule(a, b):
             local = self.target.vector(p) if self.grid and not self.per_row else None
             add = self._sink(p, j) if local is None else (lambda value: f"{local}[{j}] += {value}")
-            return [f"for {j} in range({vector.shape[0]}):", "    " + add(f"{a} * {X}[{j}, {index}]")]
+            return [f"for {j} in range({vector.shape[0]}):", "    " + add(f"{a} * {x}")]
         return rule
 
     def _value_sum(self, node, var, block, outer, index):

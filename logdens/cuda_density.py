@@ -14,6 +14,23 @@ values) comes from the CPU module, compiled as for ``backend="cpu"``. Rows
 stay in the user's order (``sort_rows=False``): sorting them by group serves
 the CPU's blocked scatter only, and the device reads the same arrays for
 sums and for per-observation values.
+
+With ``compile(backend="cuda", dtype=np.float32)`` the packed data live on
+the device in half the bytes: ``fdata`` as float32 and ``idata`` (headers,
+index arrays) as int32, or int64 when a value does not fit in int32 (an
+offset past 2**31 floats): half the bytes of data an evaluation reads,
+which is its time where the reads bound it (large N; ``bench_cuda.py``'s
+section ``large32`` measures it). Only the storage is float32:
+each value is widened to float64 where it is read
+(``codegen.Lowering._data_read``), and theta, sums, gradients and log
+densities stay float64 (numba types the distributions' float literals as
+float64, so float32 arithmetic would need every kernel's constants typed
+per target). The host's ``fdata`` holds the same rounded values, so every
+method, on the device or on the CPU, computes the model at the data rounded
+to float32 (``data()`` still returns the arrays as given). Rounding loses
+precision (about 6e-8 relative), which is what float32 means; a finite
+value beyond float32's range (3.4e38) is a ValueError naming the array,
+index and value.
 """
 
 import math
@@ -24,6 +41,7 @@ from numba import config, cuda
 from logdens.cuda_device import THREADS, zero_rows
 from logdens.cuda_source import workspace_sizes
 from logdens.density import LogDensity, _checked_out, _real, _vector
+from logdens.distributions.frozen import _first_violation
 from logdens.layout import HEADER_WIDTH
 
 #: Blocks along the rows at most per point: enough to fill the device for one
@@ -83,17 +101,25 @@ class CudaLogDensity(LogDensity):
     #: Samplers of many chains (``chees``) use ``log_density_gradient_batch`` by default.
     batches_on_device = True
 
-    def __init__(self, model, layout, module, source, kernels, kernel_source):
+    def __init__(self, model, layout, module, source, kernels, kernel_source, dtype=np.float64):
         self._kernels, self._kernel_source = kernels, kernel_source
+        #: The dtype of the float data on the device: float64, or float32 (the module docstring).
+        self.dtype = np.dtype(dtype)
         self._sizes = {True: workspace_sizes(layout, True), False: workspace_sizes(layout, False)}
         self._buffers = {}
         self._threads_wanted = THREADS_PER_SM * _multiprocessors()
         super().__init__(model, layout, module, source, sort_rows=False)
 
     def set_data(self, *, coords=None, **arrays):
+        single = self.dtype == np.float32
+        if single:
+            _check_float32_range(self.layout, arrays)  # before anything changes
         super().set_data(coords=coords, **arrays)
-        self._fdata = cuda.to_device(self.fdata if self.fdata.size else np.zeros(1))
-        self._idata = cuda.to_device(self.idata if self.idata.size else np.zeros(1, dtype=np.int64))
+        fdata = self.fdata.astype(self.dtype, copy=False) if self.fdata.size else np.zeros(1, self.dtype)
+        if single:  # the host's copy holds the device's values (the module docstring)
+            self.fdata[:] = fdata[:self.fdata.size]
+        idata = self.idata if self.idata.size else np.zeros(1, dtype=np.int64)
+        self._fdata, self._idata = cuda.to_device(fdata), cuda.to_device(_narrow(idata) if single else idata)
         rows = self.idata[2:HEADER_WIDTH * len(self.layout.data):HEADER_WIDTH]  # each data array's (layout.pack)
         sizes = [p.constrained_size for p in self.layout.params.values()]
         self._rows = max([1, self.dim] + sizes + list(rows))
@@ -268,6 +294,28 @@ class CudaLogDensity(LogDensity):
     def kernel_source(self):
         """The generated CUDA kernels' source."""
         return self._kernel_source
+
+
+def _check_float32_range(layout, arrays):
+    """A ValueError for the first float value of ``arrays`` (name -> array, those
+    ``set_data`` takes) that is finite but beyond float32's range: it would be
+    inf on the device. Integers all fit (float32 reaches 3.4e38)."""
+    for name, value in arrays.items():
+        slot, array = layout.data.get(name), np.asarray(value)
+        if slot is None or not slot.as_value or array.dtype.kind != "f":
+            continue  # read by no kernel as a value, or no float that can overflow
+        with np.errstate(over="ignore"):
+            fits = ~(np.isinf(array.astype(np.float32)) & np.isfinite(array))
+        if not np.all(fits):
+            raise ValueError(f"data {name!r}: {_first_violation(name, array, fits)} overflows float32 "
+                             f"(largest {float(np.finfo(np.float32).max):.7g}); compile(backend='cuda', "
+                             "dtype=np.float32) keeps the data as float32: rescale them or use the default float64")
+
+
+def _narrow(idata):
+    """``idata`` as int32 when every value fits (half the bytes), else as it is (int64)."""
+    info = np.iinfo(np.int32)
+    return idata.astype(np.int32) if info.min <= idata.min() and idata.max() <= info.max else idata
 
 
 def _copy(device_array):

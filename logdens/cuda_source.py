@@ -29,7 +29,10 @@ Value-only variants (``prepare_value``, ``terms_value``, ``finish_value``)
 compute no gradient; ``pointwise_<term>`` and ``per_sample_<term>`` write
 one point's per-observation log-likelihood and gradient rows. The
 distributions' kernels are the CPU's: numba compiles the same Python
-functions for the device.
+functions for the device. The kernels are compiled for the dtypes of
+``fdata`` and ``idata`` they are given (float64 and int64, or float32 and
+int32 with ``compile(dtype=np.float32)``); each data value is read as a
+float64 (``Lowering._data_read``), so the arithmetic is float64 either way.
 
 Not on this backend yet (``CudaUnsupported``): terms with values with shape
 (``logdens.shaped``) and running sums (``ld.cumsum``), whose workspaces

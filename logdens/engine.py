@@ -50,6 +50,8 @@ never the user's name itself (see ``logdens.layout``).
 
 import types
 
+import numpy as np
+
 from logdens.distributions.jit import FASTMATH
 from logdens import bounds, cache, rules
 from logdens.codegen import Lowering
@@ -356,15 +358,16 @@ def _observed_functions(model, layout, term, blocks):
                         _prologue(layout, sparse) + ["lp = 0.0"] + sparse_terms))
 
 
-def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=True):
+def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=True, dtype=None):
     """Generate ``model``'s module, load it through the disk cache, return a ``LogDensity``.
 
     ``backend="python"`` runs the same generated code uncompiled (slow; for
     tests and debugging); ``backend="cuda"`` adds the module of CUDA kernels
-    (``logdens.cuda_source``) and returns a ``CudaLogDensity``; ``blocks``:
-    see ``generate_source``.
+    (``logdens.cuda_source``) and returns a ``CudaLogDensity``, its data on
+    the device as ``dtype`` (``_data_dtype``); ``blocks``: see ``generate_source``.
     """
     from logdens.density import LogDensity
+    dtype = _data_dtype(backend, dtype)  # before compiling anything
     lowered, layout = lower(model)
     source = generate_source(lowered, layout, blocks)
     if backend == "python":
@@ -374,7 +377,24 @@ def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=T
     module = cache.load(source, cache_dir)
     if backend == "cpu":
         return LogDensity(model, layout, module, source, parallel)
-    return _cuda_density(model, lowered, layout, module, source, cache_dir)
+    return _cuda_density(model, lowered, layout, module, source, cache_dir, dtype)
+
+
+def _data_dtype(backend, dtype):
+    """``compile``'s ``dtype`` checked: None (float64) everywhere, float64 or
+    float32 with ``backend="cuda"`` (its data's storage on the device)."""
+    if dtype is None:
+        return np.dtype(np.float64)
+    if backend != "cuda":
+        raise ValueError(f"dtype={dtype!r}: only backend='cuda' takes a dtype (float64 or float32); "
+                         f"backend={backend!r} keeps its data in float64")
+    try:
+        checked = np.dtype(dtype)
+    except TypeError:
+        checked = None
+    if checked not in (np.float64, np.float32):
+        raise ValueError(f"dtype={dtype!r}: the data's dtype on the device must be float64 (the default) or float32")
+    return checked
 
 
 def lower(model):
@@ -384,7 +404,7 @@ def lower(model):
     return lowered, Layout(lowered)
 
 
-def _cuda_density(model, lowered, layout, module, source, cache_dir):
+def _cuda_density(model, lowered, layout, module, source, cache_dir, dtype):
     """A ``CudaLogDensity`` (``logdens.cuda_density``), or a clear error without a device."""
     from logdens.cuda_source import generate_cuda_source
     kernel_source = generate_cuda_source(lowered, layout)
@@ -398,5 +418,5 @@ def _cuda_density(model, lowered, layout, module, source, cache_dir):
                            "the extra that matches your driver, pip install 'logdens[cuda12]' or "
                            "'logdens[cuda13]', or use backend='cpu'")
     from logdens.cuda_density import CudaLogDensity
-    return CudaLogDensity(model, layout, module, source, cache.load(kernel_source, cache_dir), kernel_source)
+    return CudaLogDensity(model, layout, module, source, cache.load(kernel_source, cache_dir), kernel_source, dtype)
 

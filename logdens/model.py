@@ -308,7 +308,7 @@ class Model:
         from logdens import graph
         return graph.to_graphviz(self)
 
-    def compile(self, backend="cpu", cache_dir=None, parallel=False):
+    def compile(self, backend="cpu", cache_dir=None, parallel=False, dtype=None):
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
 
         ``parallel=True`` makes ``log_density_gradient`` split each term's
@@ -320,10 +320,15 @@ class Model:
 
         ``backend="cuda"`` returns a ``CudaLogDensity`` (``logdens.cuda_density``)
         whose value, gradient, batches and per-observation outputs run on a
-        GPU (the ``cuda12``/``cuda13`` extras).
+        GPU (the ``cuda12``/``cuda13`` extras). There ``dtype=np.float32``
+        keeps its float data on the device as float32 (and its index data as
+        int32): half the bytes a large model's evaluation reads, with the
+        arithmetic still in float64 (see ``CudaLogDensity``); the default,
+        ``dtype=None``, is float64. Other backends take no ``dtype``.
         """
         from logdens.engine import compile_model
-        return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel)
+        return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel,
+                             dtype=dtype)
 
 
 def _check_fixed_event(prior, shape, what):

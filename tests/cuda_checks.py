@@ -3,7 +3,10 @@
 ``tests/test_cuda.py`` runs this file in numba's CUDA simulator, in a
 separate process (the simulator is chosen when numba is imported), and
 in-process when a GPU is present. ``python tests/cuda_checks.py`` prints
-one JSON object: for each case, the largest relative differences found.
+one JSON object: under ``"compare"``, for each check (a case, or a case of
+``FLOAT32`` with `` float32``: its data on the device as float32, compared
+with the CPU at the same data rounded to float32), the largest relative
+differences found; under ``"float32"``, what ``float32_storage`` found.
 
 Sizes are small: the simulator runs every thread in Python.
 """
@@ -124,6 +127,13 @@ CASES = {
 }
 
 
+#: Cases compared with ``compile(backend="cuda", dtype=np.float32)`` too: every
+#: transform, int32 indices (repeated ones too), a product, reductions,
+#: expression bounds and data inside expressions.
+FLOAT32 = ("transforms", "repeated_indices", "reductions", "expression_bounds", "random_3")
+CHECKS = [*CASES, *(f"{name} float32" for name in FLOAT32)]
+
+
 def _rel(got, want):
     """Largest difference relative to the largest entry of ``want`` (0 where both are equal infinities)."""
     got, want = np.atleast_1d(np.asarray(got, dtype=float)), np.atleast_1d(np.asarray(want, dtype=float))
@@ -135,12 +145,22 @@ def _rel(got, want):
     return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300))
 
 
-def compare(name):
-    """The largest relative differences, CUDA against CPU, of case ``name``."""
+def rounded(density):
+    """``density``'s data arrays with the floats rounded to float32: what a
+    density compiled with ``dtype=np.float32`` computes with."""
+    arrays = {**density.data(), **density.layout.anonymous}
+    return {k: v.astype(np.float32).astype(np.float64) if v.dtype.kind == "f" else v for k, v in arrays.items()}
+
+
+def compare(check):
+    """The largest relative differences, CUDA against CPU, of ``check`` (in ``CHECKS``)."""
     from numba import cuda
+    name, _, dtype = check.partition(" ")
     m, theta = CASES[name]()
     theta = np.atleast_1d(theta)
-    cpu, gpu = m.compile(), m.compile(backend="cuda")
+    cpu, gpu = m.compile(), m.compile(backend="cuda", dtype=dtype or None)
+    if dtype:
+        cpu.set_data(**rounded(cpu))
     out = {}
     for jacobian in (True, False):
         (lp_g, g_g), (lp_c, g_c) = (d.log_density_gradient(theta, jacobian=jacobian) for d in (gpu, cpu))
@@ -168,8 +188,39 @@ def compare(name):
     return out
 
 
-def main(names):
-    print(json.dumps({name: compare(name) for name in names or CASES}))
+def float32_storage():
+    """Facts about ``dtype=np.float32`` (``test_cuda`` checks them): the dtypes
+    on the device before and after ``set_data``, that the result differs
+    from float64's where the data are not float32 numbers, and the errors
+    for data beyond float32's range, at compile and at ``set_data`` (which
+    then leaves the data as they were)."""
+    m, theta = CASES["hierarchical"]()
+    d32, d64 = m.compile(backend="cuda", dtype=np.float32), m.compile(backend="cuda")
+    facts = {"dtypes": [str(d32._fdata.dtype), str(d32._idata.dtype)],
+             "float64 dtypes": [str(d64._fdata.dtype), str(d64._idata.dtype)],
+             "differs from float64": _rel(d32.log_density(theta), d64.log_density(theta)),
+             "host data rounded": bool(np.array_equal(d32.fdata, d32.fdata.astype(np.float32)))}
+    lp, x = d32.log_density(theta), d32.data()["x"].copy()
+    x[3] = 1e39
+    try:
+        d32.set_data(x=x)
+    except ValueError as e:
+        facts["set_data error"] = str(e)
+    facts["unchanged after the error"] = _rel(d32.log_density(theta), lp)
+    d32.set_data(x=x[:10] * 0.0, c=np.arange(10.0), group=np.arange(10) % 5)  # new data, still float32
+    facts["dtypes after set_data"] = [str(d32._fdata.dtype), str(d32._idata.dtype)]
+    m2 = ld.Model()
+    m2.observe("y", ld.Normal(m2.param("mu"), 1.0), np.array([0.0, -3e38, 5e38]))
+    try:
+        m2.compile(backend="cuda", dtype="float32")
+    except ValueError as e:
+        facts["compile error"] = str(e)
+    return facts
+
+
+def main(checks):
+    print(json.dumps({"compare": {check: compare(check) for check in checks or CHECKS},
+                      "float32": float32_storage()}))
 
 
 if __name__ == "__main__":

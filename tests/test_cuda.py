@@ -11,6 +11,7 @@ cancellation in these models' sums and still catches any wrong term.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -29,7 +30,8 @@ TOLERANCE = 1e-10
 
 @pytest.fixture(scope="module")
 def simulated():
-    """Every case's differences, computed once in a simulator process."""
+    """Every check's differences and the float32 facts (``cuda_checks.main``),
+    computed once in a simulator process."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     result = subprocess.run([sys.executable, os.path.join(HERE, "cuda_checks.py")], env=env,
                             capture_output=True, text=True, timeout=600)
@@ -37,10 +39,24 @@ def simulated():
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("case", sorted(cuda_checks.CASES))
+@pytest.mark.parametrize("case", sorted(cuda_checks.CHECKS))
 def test_simulated_kernels_agree_with_the_cpu(simulated, case):
-    differences = simulated[case]
+    differences = simulated["compare"][case]
     assert differences and all(v <= TOLERANCE for v in differences.values()), differences
+
+
+def _check_float32_facts(facts):
+    """``cuda_checks.float32_storage``'s facts are what ``dtype=np.float32`` promises."""
+    assert facts["dtypes"] == facts["dtypes after set_data"] == ["float32", "int32"]
+    assert facts["float64 dtypes"] == ["float64", "int64"]
+    assert facts["differs from float64"] > 1e-12  # x is not float32 numbers: the storage really is float32
+    assert facts["host data rounded"] and facts["unchanged after the error"] == 0.0
+    assert re.fullmatch(r"data 'x': x\[3\]=1e\+39 overflows float32 .*", facts["set_data error"])
+    assert re.fullmatch(r"data 'y': y\[2\]=5e\+38 overflows float32 .*", facts["compile error"])
+
+
+def test_simulated_float32_storage(simulated):
+    _check_float32_facts(simulated["float32"])
 
 
 def _real_device():
@@ -50,10 +66,37 @@ def _real_device():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _real_device(), reason="no CUDA device")
-@pytest.mark.parametrize("case", sorted(cuda_checks.CASES))
+@pytest.mark.parametrize("case", sorted(cuda_checks.CHECKS))
 def test_device_kernels_agree_with_the_cpu(case):
     differences = cuda_checks.compare(case)
     assert all(v <= TOLERANCE for v in differences.values()), differences
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _real_device(), reason="no CUDA device")
+def test_device_float32_storage():
+    _check_float32_facts(cuda_checks.float32_storage())
+
+
+@pytest.mark.parametrize("backend, dtype, message", [
+    ("cpu", np.float32, r"dtype=<class 'numpy.float32'>: only backend='cuda' takes a dtype \(float64 or float32\)"),
+    ("python", "float64", r"dtype='float64': only backend='cuda' takes a dtype"),
+    ("cuda", np.float16, r"dtype=<class 'numpy.float16'>: the data's dtype on the device must be float64 .* or float32"),
+    ("cuda", int, r"dtype=<class 'int'>: the data's dtype on the device must be float64 .* or float32"),
+    ("cuda", "double precision", r"dtype='double precision': the data's dtype .* must be float64 .* or float32"),
+])
+def test_dtype_is_float64_or_float32_on_the_cuda_backend_only(backend, dtype, message):
+    m = ld.Model()
+    m.observe("y", ld.Normal(m.param("mu"), 1.0), np.zeros(3))
+    with pytest.raises(ValueError, match=message):  # before compiling, with or without a device
+        m.compile(backend=backend, dtype=dtype)
+
+
+def test_index_data_are_int32_where_every_value_fits():
+    from logdens.cuda_density import _narrow
+    assert _narrow(np.array([0, 5, 2**31 - 1])).dtype == np.int32
+    wide = np.array([0, 2**31])  # an offset past 2**31 floats: kept as int64
+    assert _narrow(wide) is wide
 
 
 def test_values_with_shape_are_refused_by_name():
@@ -116,3 +159,4 @@ def test_a_sweep_over_batch_sizes_keeps_the_last_buffers_only():
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[(5, True), (6, True), (7, True), (8, True)]"
+
