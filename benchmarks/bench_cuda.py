@@ -11,6 +11,11 @@ Run: python benchmarks/bench_cuda.py [--quick] [--json PATH]
    the evaluation must move (data, theta, gradient), that as GB/s and as a
    fraction of a device-to-device copy's rate measured here, JAX's
    ``jit(value_and_grad)`` (float64) and the ratio.
+   Section ``large32``: the same models compiled with ``dtype=np.float32``
+   (data on the device as float32, indices as int32, arithmetic in float64),
+   bytes counted with 4-byte floats and ints, the ratio to the float64 time
+   of ``large`` in the same run, and the differences from a float64 density
+   at the same data rounded to float32.
 3. Many points: K = 1..4096 points per launch of the hierarchical Poisson
    and the logistic regression at N = 1000 (a sampler's many chains), per
    point, against JAX's ``vmap(value_and_grad)`` on the GPU and logdens'
@@ -20,8 +25,13 @@ Run: python benchmarks/bench_cuda.py [--quick] [--json PATH]
 5. Per-sample gradient rows of the logistic regression (n = 1e5) on the
    device, against JAX's ``vmap(grad)`` on the GPU and one CPU core.
 6. ChEES with 256 chains on the hierarchical Poisson model: the CUDA
-   backend's batches (a host call per leapfrog step) against the CPU
-   backend's compiled loop, wall time and ESS.
+   backend with each iteration's leapfrog steps on the device, the same
+   with a host call per leapfrog step, and the CPU backend's compiled loop,
+   wall time, ESS and time per step; 1024 chains on the device.
+7. One ChEES iteration's steps alone (``steps``): on the device against a
+   host round trip per step, 1 to 50 steps of 256 and 1024 chains.
+8. Launch shapes for many points (``threads``): blocks per point and
+   threads per block against the shape ``CudaLogDensity`` chooses.
 
 Every peer's gradient is checked against ours before it is timed.
 """
@@ -111,39 +121,79 @@ def check_models(n):
             "first_call_s": round(compile_s, 2)})
 
 
-def large(sizes, copy_n=100_000_000):
-    rate = copy_rate(copy_n)
-    report("device copy GB/s", round(rate / 1e9, 1))
-    cases = {"normal": (normal, lambda n, d: 8 * n * 3),  # y, mu; grad written
-             "hierarchical": (hierarchical, lambda n, d: 8 * n * 3),  # c, x, group (int64)
-             "logistic": (logistic, lambda n, d: 8 * n * 22)}  # y, 20 columns of X, ...
-    for name, (build, moved) in cases.items():
+#: The large-N models: ``(build, bytes an evaluation moves per row)`` given the
+#: bytes of a data float and of an index (theta and the gradient are float64).
+LARGE = {"normal": (normal, lambda f, i: f + 8 * 2),  # y; mu and its gradient, N entries each
+         "hierarchical": (hierarchical, lambda f, i: 2 * f + i),  # c, x; group
+         "logistic": (logistic, lambda f, i: 22 * f)}  # y, 20 columns of X, ...
+
+
+def _large_densities(sizes, dtype=None):
+    """``(name, n, model, jax_fn, theta, density)`` for each large case and size,
+    compiled with ``dtype``; one density per model, given new data at each size."""
+    for name, (build, _) in LARGE.items():
         density = None
         for n in sizes:
             if name == "logistic" and n > 10**7:
                 continue
             m, _, jax_fn, _, theta = build(n, np.random.default_rng(0))
             if density is None or name == "normal":  # normal's parameter has N entries: a new model
-                density = m.compile(backend="cuda")
+                density = m.compile(backend="cuda", dtype=dtype)
             else:  # the same model, new data: no compilation
                 density.set_data(**{k: v.value for k, v in m.data_nodes.items()})
-            point = cuda.to_device(theta.reshape(1, -1))
-            ours = gpu_time(lambda: density._run(point, True, True))
-            lp, grad = density.log_density_gradient_batch(point)
-            lp, grad = lp.copy_to_host()[0], grad.copy_to_host()[0]
-            row = {"ours_ms": round(ours * 1e3, 4), "GB/s": round(moved(n, theta.size) / ours / 1e9, 1),
-                   "of_copy_rate": round(moved(n, theta.size) / ours / rate, 3)}
-            try:
-                f, jnp = jax_value_and_grad(jax_fn)
-                t = jnp.asarray(theta)
-                value, jgrad = f(t)
-                assert np.isclose(float(value), lp, rtol=1e-8), (float(value), lp)
-                assert np.allclose(np.asarray(jgrad), grad, rtol=1e-6, atol=1e-8 * np.max(np.abs(grad)))
-                jax_s = gpu_time(lambda: f(t)[1].block_until_ready())
-                row.update({"jax_ms": round(jax_s * 1e3, 4), "jax/ours": round(jax_s / ours, 2)})
-            except Exception as e:  # noqa: BLE001  (a missing or failing peer is reported, not fatal)
-                row["jax"] = f"{type(e).__name__}: {e}"[:200]
-            report(f"large {name} N={n:.0e}", row)
+            yield name, n, m, jax_fn, theta, density
+
+
+def _moved_row(name, n, seconds, rate, bytes_float, bytes_int):
+    moved = n * LARGE[name][1](bytes_float, bytes_int)
+    return {"ours_ms": round(seconds * 1e3, 4), "GB/s": round(moved / seconds / 1e9, 1),
+            "of_copy_rate": round(moved / seconds / rate, 3)}
+
+
+def large(sizes, copy_n=100_000_000):
+    rate = copy_rate(copy_n)
+    report("device copy GB/s", round(rate / 1e9, 1))
+    for name, n, m, jax_fn, theta, density in _large_densities(sizes):
+        point = cuda.to_device(theta.reshape(1, -1))
+        ours = gpu_time(lambda: density._run(point, True, True))
+        lp, grad = density.log_density_gradient_batch(point)
+        lp, grad = lp.copy_to_host()[0], grad.copy_to_host()[0]
+        row = _moved_row(name, n, ours, rate, 8, 8)
+        try:
+            f, jnp = jax_value_and_grad(jax_fn)
+            t = jnp.asarray(theta)
+            value, jgrad = f(t)
+            assert np.isclose(float(value), lp, rtol=1e-8), (float(value), lp)
+            assert np.allclose(np.asarray(jgrad), grad, rtol=1e-6, atol=1e-8 * np.max(np.abs(grad)))
+            jax_s = gpu_time(lambda: f(t)[1].block_until_ready())
+            row.update({"jax_ms": round(jax_s * 1e3, 4), "jax/ours": round(jax_s / ours, 2)})
+        except Exception as e:  # noqa: BLE001  (a missing or failing peer is reported, not fatal)
+            row["jax"] = f"{type(e).__name__}: {e}"[:200]
+        report(f"large {name} N={n:.0e}", row)
+
+
+def large_float32(sizes, copy_n=100_000_000):
+    """``large`` with the data on the device as float32 (the module docstring):
+    the time, the bytes moved with 4-byte floats (and ints, unless they did
+    not fit), the ratio to ``large``'s float64 time of this run, and the
+    differences from a float64 density at the data rounded to float32 (the
+    same arithmetic: last bits only)."""
+    rate = copy_rate(copy_n)
+    for name, n, m, _, theta, density in _large_densities(sizes, np.float32):
+        point = cuda.to_device(theta.reshape(1, -1))
+        ours = gpu_time(lambda: density._run(point, True, True))
+        row = _moved_row(name, n, ours, rate, 4, density._idata.dtype.itemsize)
+        float64_ms = RESULTS.get(f"large {name} N={n:.0e}", {}).get("ours_ms")
+        if float64_ms:
+            row["float64/float32"] = round(float64_ms / (ours * 1e3), 2)
+        reference = m.compile(backend="cuda")
+        reference.set_data(**{k: v.value.astype(np.float32).astype(np.float64) if v.value.dtype.kind == "f"
+                              else v.value for k, v in m.data_nodes.items()})
+        (lp, grad), (lp_r, grad_r) = (d.log_density_gradient_batch(theta.reshape(1, -1)) for d in (density, reference))
+        row.update({"lp_rel": float(abs(lp[0] - lp_r[0]) / abs(lp_r[0])),
+                    "grad_rel": float(np.max(np.abs(grad - grad_r)) / np.max(np.abs(grad_r)))})
+        del reference
+        report(f"large32 {name} N={n:.0e}", row)
 
 
 def many_points(ks, n=1000):
@@ -203,22 +253,88 @@ def per_sample_rows(n=100_000, d=20):
     report(f"per-sample rows logistic n={n} d={d}", row)
 
 
-def chees_run(chains=256, draws=300, tune=300, n=1000, backends=("cuda", "cpu")):
-    """ChEES on the hierarchical Poisson model: the CUDA backend's batches
-    against the CPU backend's compiled loop over the chains."""
+def chees_run(chains=256, draws=300, tune=300, n=1000,
+              runs=(("cuda", "device", 256), ("cuda", "batch", 256), ("cpu", "entry", 256), ("cuda", "device", 1024))):
+    """ChEES on the hierarchical Poisson model: the CUDA backend with each
+    iteration's leapfrog steps on the device (``gradient="device"``), the
+    same with a host round trip per step (``"batch"``), and the CPU
+    backend's compiled loop over the chains; wall time (after a short first
+    run that compiles everything, timed apart), ESS and the time per
+    leapfrog step of all chains (an iteration's fixed cost included)."""
+    from logdens.samplers.diagnostics import bulk_ess
     m, *_ = hierarchical(n, np.random.default_rng(0))
-    for backend in backends:
-        density = m.compile(backend=backend)
+    densities = {}
+    for backend, source, k in runs:
+        density = densities.setdefault(backend, m.compile(backend=backend))
+        start = time.perf_counter()  # the kernels and the sampler's loop compiled first, timed apart
+        ld.chees(density, chains=k, draws=2, tune=2, progress=False, log_likelihood=False, gradient=source)
+        compile_s = time.perf_counter() - start
         start = time.perf_counter()
-        idata = ld.chees(density, chains=chains, draws=draws, tune=tune, progress=False, log_likelihood=False)
+        idata = ld.chees(density, chains=k, draws=draws, tune=tune, progress=False, log_likelihood=False,
+                         gradient=source, save_warmup=True)
         seconds = time.perf_counter() - start
-        from logdens.samplers.diagnostics import bulk_ess
-        ess = min(bulk_ess(np.asarray(idata.posterior[v]).reshape(chains, draws, -1)).min()
+        steps = float(idata.warmup_sample_stats["n_steps"].max("chain").sum()
+                      + idata.sample_stats["n_steps"].max("chain").sum())
+        ess = min(bulk_ess(np.asarray(idata.posterior[v]).reshape(k, draws, -1)).min()
                   for v in ("mu", "log_sigma", "b", "z"))
-        report(f"chees hierarchical n={n} chains={chains} draws={draws} tune={tune} {backend}", {
-            "seconds": round(seconds, 1), "min_bulk_ess": round(float(ess)),
+        report(f"chees hierarchical n={n} chains={k} draws={draws} tune={tune} {backend} {source}", {
+            "seconds": round(seconds, 2), "first_run_s": round(compile_s, 2), "leapfrog_steps": int(steps), "ms_per_step": round(seconds / steps * 1e3, 3),
+            "min_bulk_ess": round(float(ess)), "ess_per_s": round(float(ess) / seconds, 1),
             "mu_mean": round(float(idata.posterior["mu"].mean()), 4),
             "b_mean": round(float(idata.posterior["b"].mean()), 4)})
+
+
+def chees_steps(ks=(256, 1024), ns=(1, 10, 50), n=1000):
+    """One ChEES iteration's leapfrog steps alone, ``n_steps`` of them from
+    the same start: ``samplers.chees_device.DeviceSteps`` (the start and the
+    ends copied once) against ``batch_steps`` (a host round trip per step),
+    and the gradient's launches alone, per step; the hierarchical Poisson
+    model, every kernel compiled before timing."""
+    from logdens.samplers.chees import batch_steps, ensemble_init, make_proposal, proposal_start
+    from logdens.samplers.chees_device import DeviceSteps
+    from logdens.samplers.metric import Metric
+    m, *_ = hierarchical(n, np.random.default_rng(0))
+    density = m.compile(backend="cuda")
+    metric = Metric(np.ones(density.dim), np.zeros((1, 1)), np.zeros((1, 1)), False)
+    no_interrupt = np.zeros(1, dtype=np.int64)
+    for k in ks:
+        ens = ensemble_init(density.numba_entry, density.dim, k, seed=1)
+        sources = {"device": DeviceSteps(density, k, density.dim),
+                   "batch": batch_steps(density.log_density_gradient_batch)}
+        row = {}
+        for name, steps in sources.items():
+            for n_steps in (1,) + tuple(ns):  # the first call compiles
+                prop = make_proposal(k, density.dim)
+                proposal_start(metric, ens, prop)
+                start = time.perf_counter()
+                steps(metric, 0.01, 1000.0, prop, n_steps, no_interrupt)
+                cuda.synchronize()
+                row[f"{name} n={n_steps} ms/step"] = round((time.perf_counter() - start) / n_steps * 1e3, 3)
+        points = cuda.to_device(ens.q)
+        row["gradient launches ms/step"] = round(gpu_time(lambda: density._run(points, True, True)) * 1e3, 3)
+        report(f"chees steps hierarchical n={n} chains={k}", row)
+
+
+def threads_per_point(ks=(256, 4096), n=1000, grids=((1, 32), (1, 64), (1, 128), (1, 256), (2, 128), (4, 256))):
+    """Many points with other launch shapes than ``CudaLogDensity._grid``'s
+    choice: (blocks per point, threads per block). Fewer threads per point
+    take more rows each and sum fewer partial results per block."""
+    for build in (logistic, hierarchical):
+        m, *_, theta = build(n, np.random.default_rng(0))
+        gpu = m.compile(backend="cuda")
+        for k in ks:
+            points = cuda.to_device(theta + 0.01 * np.random.default_rng(2).normal(size=(k, theta.size)))
+            chosen = gpu._grid(k)
+            want = gpu._run(points, True, True).lps.copy_to_host()
+            row = {"chosen": f"{chosen[0][0]}x{chosen[1]}",
+                   "chosen_us_per_point": round(gpu_time(lambda: gpu._run(points, True, True), 0.2) / k * 1e6, 3)}
+            for blocks, threads in grids:
+                gpu._grid = lambda k, b=blocks, t=threads: ((b, k), t)
+                lps = gpu._run(points, True, True).lps.copy_to_host()
+                assert np.allclose(lps, want, rtol=1e-10), (blocks, threads)
+                row[f"{blocks}x{threads}"] = round(gpu_time(lambda: gpu._run(points, True, True), 0.2) / k * 1e6, 3)
+            del gpu._grid
+            report(f"threads {build.__name__} n={n} K={k} (us per point)", row)
 
 
 def host_call(sizes=(100, 10_000)):
@@ -235,7 +351,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
-    parser.add_argument("--only", default="check,points,host,rows,large,chees")
+    parser.add_argument("--only", default="check,points,host,rows,large,large32,steps,chees,threads")
+    parser.add_argument("--chees", type=int, default=300, help="ChEES warmup and draws per chain")
     args = parser.parse_args()
     global JSON
     JSON = args.json
@@ -245,8 +362,10 @@ def main():
     report("host", f"{cpu_model()}; {versions(('numpy', 'numba', 'numba-cuda', 'llvmlite', 'cupy-cuda13x', 'jax'))}")
     sizes = [10**6, 10**7] if args.quick else [10**6, 10**7, 10**8]
     sections = {"check": lambda: check_models(2000), "large": lambda: large(sizes),
+                "large32": lambda: large_float32(sizes),
                 "points": lambda: many_points([1, 256] if args.quick else [1, 16, 256, 4096]), "host": host_call,
-                "rows": per_sample_rows, "chees": chees_run}
+                "rows": per_sample_rows, "chees": lambda: chees_run(draws=args.chees, tune=args.chees),
+                "steps": chees_steps, "threads": threads_per_point}
     for name in args.only.split(","):
         start = time.perf_counter()
         try:

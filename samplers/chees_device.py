@@ -17,7 +17,6 @@ fuses multiply-adds rounds differently from the CPU in the last bits.
 
 import math
 
-import numpy as np
 from numba import cuda
 
 from .metric import hamiltonian
@@ -78,15 +77,21 @@ class DeviceSteps:
     :func:`samplers.chees.chees` on a density with ``device_gradients``
     (``logdens.cuda_density``): ``n`` leapfrog steps of every chain of
     ``prop`` on the device; False when interrupted (checked once the
-    iteration's steps are done)."""
+    iteration's steps are done).
+
+    The trajectories' vectors (4, chains, dim), their scalars (chains,
+    :data:`N_SCALARS`) and the inverse metric travel as one buffer each way:
+    with a copy per array (five), the fixed cost of an iteration was 1.4 ms
+    on an H200, more than seven steps of 256 chains.
+    """
 
     def __init__(self, density, chains, dim):
         self.gradients = density.device_gradients
-        self.vectors = cuda.device_array((4, chains, dim))
-        self.scalars = cuda.device_array((chains, N_SCALARS))
-        self.inv_diag = cuda.device_array(dim)
-        self.host_vectors = cuda.pinned_array((4, chains, dim))
-        self.host_scalars = cuda.pinned_array((chains, N_SCALARS))
+        sizes = (4 * chains * dim, chains * N_SCALARS, dim)
+        self.device = cuda.device_array(sum(sizes))
+        self.host = cuda.pinned_array(sum(sizes))
+        (self.vectors, self.scalars, self.inv_diag), (self.host_vectors, self.host_scalars, self.host_inv_diag) = (
+            _split(flat, sizes, ((4, chains, dim), (chains, N_SCALARS), (dim,))) for flat in (self.device, self.host))
         threads = min(THREADS, chains)
         launch = (math.ceil(chains / threads), threads)
         self.first_drift, self.kick = _first_drift[launch], _kick[launch]
@@ -107,14 +112,21 @@ class DeviceSteps:
         hv[Q], hv[P], hv[V], hv[GRAD] = prop.q, prop.p, prop.v, prop.grad
         hs[:, LP], hs[:, H0], hs[:, H], hs[:, ALIVE], hs[:, STEPS] = (
             prop.lp, prop.h0, prop.h, prop.alive, prop.steps)
-        self.vectors.copy_to_device(hv)
-        self.scalars.copy_to_device(hs)
-        self.inv_diag.copy_to_device(np.ascontiguousarray(metric.inv_diag))
+        self.host_inv_diag[:] = metric.inv_diag
+        self.device.copy_to_device(self.host)
 
     def _download(self, prop):
+        self.device.copy_to_host(self.host)
         hv, hs = self.host_vectors, self.host_scalars
-        self.vectors.copy_to_host(hv)
-        self.scalars.copy_to_host(hs)
         prop.q[:], prop.p[:], prop.v[:], prop.grad[:] = hv[Q], hv[P], hv[V], hv[GRAD]
         prop.lp[:], prop.h[:] = hs[:, LP], hs[:, H]
         prop.alive[:], prop.steps[:] = hs[:, ALIVE] != 0.0, hs[:, STEPS]
+
+
+def _split(flat, sizes, shapes):
+    """Consecutive views of the 1-D array ``flat`` (host or device), of ``sizes`` and ``shapes``."""
+    views, start = [], 0
+    for size, shape in zip(sizes, shapes):
+        views.append(flat[start:start + size].reshape(shape))
+        start += size
+    return views

@@ -160,3 +160,22 @@ def test_a_sweep_over_batch_sizes_keeps_the_last_buffers_only():
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[(5, True), (6, True), (7, True), (8, True)]"
 
+
+def test_launch_shapes():
+    """Few points: blocks of 256 threads along the rows, enough to fill the
+    device four times over; many points (where two blocks each would pass
+    that): one block each, of the threads one wave holds (a power of two,
+    at least a warp). Read on a device, not in the simulator (which runs
+    up to 32 threads a block)."""
+    from numba import config
+    from logdens import cuda_density
+    if config.ENABLE_CUDASIM:
+        pytest.skip("the simulator's blocks are of 1 to 32 threads")
+    density = cuda_density.CudaLogDensity.__new__(cuda_density.CudaLogDensity)
+    density._rows, sms = 1000, 132
+    density._threads_wanted, density._resident = cuda_density.THREADS_PER_SM * sms, cuda_density.RESIDENT_PER_SM * sms
+    shapes = {k: density._grid(k) for k in (1, 256, 2048, 2112, 4096, 10**4)}
+    assert shapes == {1: ((4, 1), 256), 256: ((4, 256), 256), 2048: ((3, 2048), 256),
+                      2112: ((1, 2112), 128), 4096: ((1, 4096), 64), 10**4: ((1, 10**4), 32)}
+    density._rows = 40  # no more threads than rows want
+    assert density._grid(2112) == ((1, 2112), 64)
