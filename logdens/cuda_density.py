@@ -59,6 +59,8 @@ THREADS_PER_SM = 4 * 2048
 #: 0.028 against 0.054 for the hierarchical Poisson model): fewer threads
 #: take more rows each and sum fewer partial results per block.
 RESIDENT_PER_SM = 2048
+#: Points per launch at most: a grid's second dimension is at most 65535.
+MAX_POINTS = 65535
 #: Batch sizes (gradient or value) whose device buffers a density keeps.
 KEPT_BUFFERS = 4
 
@@ -156,20 +158,31 @@ class CudaLogDensity(LogDensity):
         """Evaluate the rows of the device array ``thetas``; return the buffers."""
         k = thetas.shape[0]
         b = self._buffer(k, gradient)
+        if k <= MAX_POINTS:
+            self._launch(thetas, b.grads, b.sums, b.lps, b.workspaces, gradient, jacobian)
+            return b
+        for start in range(0, k, MAX_POINTS):  # the grid holds MAX_POINTS points at most
+            part = slice(start, start + MAX_POINTS)
+            self._launch(thetas[part], b.grads[part], b.sums[part], b.lps[part],
+                         [w[part] for w in b.workspaces], gradient, jacobian)
+        return b
+
+    def _launch(self, thetas, grads, sums, lps, workspaces, gradient, jacobian):
+        """The stages' launches for the points ``thetas`` (at most ``MAX_POINTS``)."""
+        k = thetas.shape[0]
         grid, threads = self._grid(k)
         points = (math.ceil(k / 32), 32)
         kern = self._kernels
         if gradient:
             if kern.PREPARE[True]:
-                kern.prepare[grid, threads](thetas, b.grads, b.sums, jacobian, *b.workspaces)
-            kern.terms[grid, threads](thetas, b.grads, b.sums, jacobian, self._fdata, self._idata, *b.workspaces)
-            kern.finish[points](thetas, b.grads, b.sums, b.lps, jacobian, *b.workspaces)
+                kern.prepare[grid, threads](thetas, grads, sums, jacobian, *workspaces)
+            kern.terms[grid, threads](thetas, grads, sums, jacobian, self._fdata, self._idata, *workspaces)
+            kern.finish[points](thetas, grads, sums, lps, jacobian, *workspaces)
         else:
             if kern.PREPARE[False]:
-                kern.prepare_value[grid, threads](thetas, b.sums, jacobian, *b.workspaces)
-            kern.terms_value[grid, threads](thetas, b.sums, jacobian, self._fdata, self._idata, *b.workspaces)
-            kern.finish_value[points](thetas, b.sums, b.lps, jacobian, *b.workspaces)
-        return b
+                kern.prepare_value[grid, threads](thetas, sums, jacobian, *workspaces)
+            kern.terms_value[grid, threads](thetas, sums, jacobian, self._fdata, self._idata, *workspaces)
+            kern.finish_value[points](thetas, sums, lps, jacobian, *workspaces)
 
     def _workspaces(self, thetas):
         """The value buffers of one point with its constrained values filled in

@@ -218,9 +218,29 @@ def float32_storage():
     return facts
 
 
+def chunked_batch(points=5, per_launch=2):
+    """A batch of more points than one launch takes (``MAX_POINTS``, lowered to
+    ``per_launch``) against the CPU: the largest relative differences."""
+    from logdens import cuda_density
+    m, theta = CASES["transforms"]()
+    thetas = theta + 0.05 * np.random.default_rng(2).normal(size=(points, np.size(theta)))
+    gpu, cpu = m.compile(backend="cuda"), m.compile()
+    lps, grads = cpu.log_density_gradient_batch(thetas)
+    launches, launch = [], gpu._launch
+    gpu._launch = lambda thetas, *args: launches.append(thetas.shape[0]) or launch(thetas, *args)
+    limit, cuda_density.MAX_POINTS = cuda_density.MAX_POINTS, per_launch
+    try:
+        got = gpu.log_density_gradient_batch(thetas)
+        values = gpu.log_density_batch(thetas)
+    finally:
+        cuda_density.MAX_POINTS = limit
+    return {"lp": _rel(got[0], lps), "grad": _rel(got[1], grads), "value": _rel(values, lps),
+            "points per launch": launches}
+
+
 def main(checks):
     print(json.dumps({"compare": {check: compare(check) for check in checks or CHECKS},
-                      "float32": float32_storage()}))
+                      "float32": float32_storage(), "chunked": chunked_batch()}))
 
 
 if __name__ == "__main__":

@@ -161,6 +161,13 @@ def test_a_sweep_over_batch_sizes_keeps_the_last_buffers_only():
     assert result.stdout.strip().splitlines()[-1] == "[(5, True), (6, True), (7, True), (8, True)]"
 
 
+def test_simulated_batch_beyond_one_launch(simulated):
+    """More points than a grid holds go in several launches (``MAX_POINTS``)."""
+    chunked = dict(simulated["chunked"])
+    assert chunked.pop("points per launch") == [2, 2, 1, 2, 2, 1]  # gradient, then value
+    assert all(v <= TOLERANCE for v in chunked.values()), chunked
+
+
 def test_launch_shapes():
     """Few points: blocks of 256 threads along the rows, enough to fill the
     device four times over; many points (where two blocks each would pass
