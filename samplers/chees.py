@@ -10,7 +10,7 @@ Hoffman, Radul and Sountsov 2021).
 
 One leapfrog step of the ensemble is three pieces: :func:`drift` (half kick
 and drift of every live chain), the gradients of all chains, :func:`kick`
-(second half kick and energy check).  The gradients come from one of two
+(second half kick and energy check).  The gradients come from one of three
 places:
 
 - a numba entry (:class:`samplers.protocol.NumbaEntry`): a compiled loop over
@@ -19,11 +19,14 @@ places:
   no Python per step;
 - ``log_density_gradient_batch(thetas) -> (lps, grads)``: one call per
   leapfrog step for all chains, from a Python loop over the same compiled
-  pieces (:func:`run_batch`).  This is the path of external densities and
-  of devices that evaluate many points at once.
+  pieces (:func:`batch_steps`, :func:`_advance_steps`).  This is the path of
+  external densities that evaluate many points at once;
+- a GPU density's ``device_gradients``: the same Python loop, with each
+  iteration's leapfrog steps on the device (:mod:`samplers.chees_device`).
 
-Both paths do the same arithmetic in the same order: for the same gradients
-they give the same draws, bit for bit.
+The first two do the same arithmetic in the same order: for the same
+gradients they give the same draws, bit for bit; on a device, where
+multiply-adds may be fused, they agree to rounding.
 
 Three tiers: :func:`ensemble_init`, :func:`chees_step` (one lockstep
 transition, every knob an argument) and :func:`chees` (model in, DataTree out).
@@ -675,8 +678,7 @@ def _gradient_source(log_density, entry, gradient):
 def _steps(log_density, source, chains, dim):
     """The ``steps`` function of ``source`` "batch" or "device"."""
     if source == "batch":
-        batch = log_density.log_density_gradient_batch
-        return batch_steps(lambda thetas: batch(thetas))
+        return batch_steps(log_density.log_density_gradient_batch)
     from .chees_device import DeviceSteps  # numba.cuda: only for a density on a device
     return DeviceSteps(log_density, chains, dim)
 
