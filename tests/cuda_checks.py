@@ -2,8 +2,8 @@
 
 ``tests/test_cuda.py`` runs this file in numba's CUDA simulator, in a
 separate process (the simulator is chosen when numba is imported), and
-in-process when a GPU is present. ``python tests/cuda_checks.py`` prints
-one JSON object: under ``"compare"``, for each check (a case, or a case of
+in-process when a GPU is present. ``python tests/cuda_checks.py`` (see
+``main``) prints one JSON object: under ``"compare"``, for each check (a case, or a case of
 ``FLOAT32`` with `` float32``: its data on the device as float32, compared
 with the CPU at the same data rounded to float32), the largest relative
 differences found; under ``"float32"``, what ``float32_storage`` found.
@@ -238,9 +238,18 @@ def chunked_batch(points=5, per_launch=2):
             "points per launch": launches}
 
 
-def main(checks):
-    print(json.dumps({"compare": {check: compare(check) for check in checks or CHECKS},
-                      "float32": float32_storage(), "chunked": chunked_batch()}))
+def main(args):
+    """``python cuda_checks.py [--part I/N] [CHECK ...]``: the named checks, or
+    every ``N``-th of ``CHECKS`` from the ``I``-th (one of ``N`` processes
+    run side by side), the float32 facts and the chunked batch with the
+    first part."""
+    part, parts = 0, 1
+    if args[:1] == ["--part"]:
+        (part, parts), args = map(int, args[1].split("/")), args[2:]
+    result = {"compare": {check: compare(check) for check in args or CHECKS[part::parts]}}
+    if part == 0 and not args:
+        result.update(float32=float32_storage(), chunked=chunked_batch())
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

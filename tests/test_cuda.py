@@ -28,15 +28,31 @@ import cuda_checks  # noqa: E402
 TOLERANCE = 1e-10
 
 
+#: Simulator processes run side by side (the simulator is slow and single-threaded).
+PARTS = 2
+
+
 @pytest.fixture(scope="module")
 def simulated():
-    """Every check's differences and the float32 facts (``cuda_checks.main``),
-    computed once in a simulator process."""
+    """Every check's differences, the float32 facts and the chunked batch
+    (``cuda_checks.main``), computed once in ``PARTS`` simulator processes."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    result = subprocess.run([sys.executable, os.path.join(HERE, "cuda_checks.py")], env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    processes = [subprocess.Popen([sys.executable, os.path.join(HERE, "cuda_checks.py"), "--part", f"{k}/{PARTS}"],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for k in range(PARTS)]
+    merged = {"compare": {}}
+    for process in processes:
+        try:
+            out, err = process.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                p.kill()
+            raise
+        assert process.returncode == 0, err[-3000:]
+        result = json.loads(out.strip().splitlines()[-1])
+        merged["compare"].update(result.pop("compare"))
+        merged.update(result)
+    return merged
 
 
 @pytest.mark.parametrize("case", sorted(cuda_checks.CHECKS))
