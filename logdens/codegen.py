@@ -37,7 +37,7 @@ from logdens import expr as ex
 from logdens import rules, validate
 from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, transposed_group
 from logdens.layout import module_alias
-from logdens.lines import Accumulator, Workspaces, indent, literal, times
+from logdens.lines import Accumulator, Workspaces, indent, literal, plus, times
 from logdens.ops import OPS
 from logdens.shaped import ShapedTerm
 from logdens.targets import OWN_ROW, Atomic, ChunkTarget, Entry, Rows, entry
@@ -124,7 +124,7 @@ class Lowering:
     def _value_param(self, node, var, block, outer, index):
         p = self.layout.params[node.name]
         if node.shape == ():
-            u = f"theta[{p.offset}]"
+            u = f"theta[{p.offset_code}]"
             if p.transform.identity:
                 block.forward.append(f"{var} = {u}  # {node.name}")
                 return lambda a, b: [self._add(self._target(entry(p)), a)]
@@ -142,7 +142,7 @@ class Lowering:
             return lambda a, b: [self._add(self._event_adjoint(p, block, index), a)]
         op = "=" if node.name in self.assigning else "+="  # the first writer of these entries
         if p.transform.identity:
-            block.forward.append(f"{var} = {self._element('theta', block, index, p.offset)}  # {node.name}[{index}]")
+            block.forward.append(f"{var} = {self._element('theta', block, index, p.offset_code)}  # {node.name}[{index}]")
             return lambda a, b: [self._add(self._target(here), a, op)]
         block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
         return lambda a, b: [self._add(self._target(here), f"{a} * {self._element(f'dw_{p.ident}', block, index)}", op)]
@@ -168,8 +168,7 @@ class Lowering:
         a buffer before the block's rows, its adjoints scattered after them."""
         view = self.gathered_index[index]
         at = f"{view}[r]"
-        col = f"{p.offset} + {at}" if p.offset else at
-        load = f"theta[{col}]" if p.transform.identity else f"w_{p.ident}[{at}]"
+        load = f"theta[{plus(p.offset_code, at)}]" if p.transform.identity else f"w_{p.ident}[{at}]"
         def sink(k):  # code adding a value to the adjoint of element ``k`` of p
             return self._sink(p, k, scatter=True)
         return self._buffered(var, block, load, (view, sink) if self.gradient else None,
@@ -225,12 +224,12 @@ class Lowering:
         """Whether a node at ``index`` may be read through a per-block buffer."""
         return self.blocks and self._row_aligned(block, index)
 
-    def _element(self, array, block, index, offset=0):
+    def _element(self, array, block, index, offset="0"):
         """Code of element ``offset + index`` of ``array`` (through ``self.rows``
         when ``index`` is the term loop's row)."""
         if self._row_aligned(block, index):
             return self.rows.element(array, index, offset)
-        return f"{array}[{offset} + {index}]" if offset else f"{array}[{index}]"
+        return f"{array}[{plus(offset, index)}]"
 
     def _value_elementwise(self, node, var, block, outer, index):
         """An op of the table ``ops.OPS`` (``Unary``, ``Binary``, ``Ternary``): its value from its
@@ -414,15 +413,15 @@ class Lowering:
             # needs no zeroing (logistic regression gradient: 113 -> 111 us).
             return lambda a, b: [f"a{buffer}[{index}] = {a}"]
         j = self.fresh("j")
-        element = f"theta[{p.offset} + {j}]" if p.transform.identity else f"w_{p.ident}[{j}]"
+        element = f"theta[{plus(p.offset_code, j)}]" if p.transform.identity else f"w_{p.ident}[{j}]"
         x = self._data_read(f"{X}[{j}, {index}]")
-        block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({vector.shape[0]}):",
+        block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({p.constrained_code}):",
                           f"    {var} += {x} * {element}"]
 
         def rule(a, b):
             local = self.target.vector(p) if self.grid and not self.per_row else None
             add = self._sink(p, j) if local is None else (lambda value: f"{local}[{j}] += {value}")
-            return [f"for {j} in range({vector.shape[0]}):", "    " + add(f"{a} * {x}")]
+            return [f"for {j} in range({p.constrained_code}):", "    " + add(f"{a} * {x}")]
         return rule
 
     def _value_sum(self, node, var, block, outer, index):
@@ -520,12 +519,15 @@ class Lowering:
 
     def length(self, node):
         """Code for the plate length of a non-scalar node: a data array's run-time
-        length, the plate of a child read at the node's rows, or else (a
-        parameter, a slice) the length the node was built with."""
+        length, a parameter's run-time length (``n_<ident>``), the plate of a
+        child read at the node's rows, or else (a parameter of fixed length, a
+        slice) the length the node was built with."""
         if rules.rule(node).data:
             return f"n_{self.layout.data_ident(node)}"
         at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
                   if access in rules.SAME_PLATE and c.shape != ()]
+        if rules.rule(node).param and self.layout.params[node.name].runtime:
+            return self.layout.params[node.name].size_code
         return self.length(at_row[0]) if at_row else str(node.shape[0])
 
     # ----- terms --------------------------------------------------------
@@ -602,7 +604,7 @@ class Lowering:
 
     def _buffered_scalars(self, outer):
         """``outer``'s reverse sweep with each scalar parameter's adjoint added to a
-        per-block buffer (``sb<column>[row]``) instead of the output row: the rows
+        per-block buffer (``sb_<ident>[row]``) instead of the output row: the rows
         loop then stores only at its own index, and the scalars' columns are
         assigned with the product's (logistic per-sample, both: 320 -> 169 us)."""
         serial = self.target
@@ -610,8 +612,8 @@ class Lowering:
         def buffered(e, row, rows):
             if e.at is not None:  # a vector parameter's entry: the output itself
                 return serial(e, row, rows)
-            self.row_scalars[e.col] = e
-            return f"sb{e.col}[{row}]"
+            self.row_scalars[e.p.name] = e
+            return f"sb_{e.p.ident}[{row}]"
 
         self.target = buffered
         lines = self._reverse(outer)
@@ -621,17 +623,21 @@ class Lowering:
     def _row_lines(self):
         """(buffers, lines before a block's rows, after them) of a blocked per-row term.
 
-        Columns written exactly once per row (buffered scalars, a product's
-        vector read nowhere else in the term) are assigned after the rows, row
-        after row; every other column is zeroed before them.
+        Parameters whose columns are written exactly once per row (buffered
+        scalars, a product's vector read nowhere else in the term) are assigned
+        after the rows, row after row; every other column is zeroed before
+        them. Both are sets of parameters, not of columns: their lengths may
+        be read at run time.
         """
         once = set(self.row_scalars)
         for _, _, p in self.blocked:
             if self._only_in_one_product(p):
-                once |= set(range(p.offset, p.offset + p.size))
-        buffers = [f"sb{col}" for col in sorted(self.row_scalars)]
+                once.add(p.name)
+        scalars = [(p.ident, self.row_scalars[p.name]) for p in self.layout.params.values()
+                   if p.name in self.row_scalars]  # in column order
+        buffers = [f"sb_{ident}" for ident, _ in scalars]
         start = self.serial_target.zero_block(once) + [f"{b}[:b1 - b0] = 0.0" for b in buffers]
-        writes = [f"{self._target(e, 'r')} = sb{col}[r]" for col, e in sorted(self.row_scalars.items())]
+        writes = [f"{self._target(e, 'r')} = sb_{ident}[r]" for ident, e in scalars]
         writes += self.row_writes + self.serial_target.fixed_column_lines("r", self.rows)
         return buffers, start, ["for r in range(b1 - b0):"] + indent(writes) if writes else []
 
@@ -717,13 +723,13 @@ class Lowering:
         """
         buffers, before, start, finish = [], [], [], []
         for buffer, X, p in self.blocked:
-            vector = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.ident}"
+            vector = f"theta[{p.offset_code}:{p.end_code}]" if p.transform.identity else f"w_{p.ident}"
             buffers.append(buffer)
             before.append(f"v{buffer} = {vector}")
             # The product runs over the constrained vector: K entries for a simplex of
             # K - 1 free coordinates (p.size) (it ran over p.size: a wrong log density).
             start += [f"{buffer}[:b1 - b0] = 0.0"] + column_groups(
-                p.constrained_size, lambda cols: product_group(X, buffer, cols))
+                p.constrained_code, lambda cols: product_group(X, buffer, cols))
             if not self.gradient:
                 continue
             buffers.append(f"a{buffer}")
@@ -731,10 +737,10 @@ class Lowering:
                 column = self._target(entry(p, "j"), "r")
                 scale = "" if p.transform.identity else f"dw_{p.ident}[j] * "
                 op = "=" if self._only_in_one_product(p) else "+="  # else zeroed before the rows
-                self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size}):",
+                self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size_code}):",
                                     f"    {column} {op} {scale}adjoint * {X}[j, b0 + r]"]
                 continue
-            finish += column_groups(p.constrained_size, lambda cols: transposed_group(
+            finish += column_groups(p.constrained_code, lambda cols: transposed_group(
                 X, buffer, cols, [self._sink(p, c) for c in cols]))
         return buffers, before, start, finish
 

@@ -34,6 +34,9 @@ functions for the device. The kernels are compiled for the dtypes of
 int32 with ``compile(dtype=np.float32)``); each data value is read as a
 float64 (``Lowering._data_read``), so the arithmetic is float64 either way.
 
+Unlike the CPU module, the kernels have every parameter's length and offset
+compiled in (``generate_cuda_source``).
+
 Not on this backend yet (``CudaUnsupported``): terms with values with shape
 (``logdens.shaped``) and running sums (``ld.cumsum``), whose workspaces
 have run-time lengths.
@@ -205,8 +208,14 @@ def _per_sample(model, layout, term):
 
 
 def generate_cuda_source(model, layout):
-    """The module of CUDA kernels for ``model`` as Python source (see the module docstring)."""
+    """The module of CUDA kernels for ``model`` as Python source (see the module docstring).
+
+    Its lengths and offsets are numbers (``Layout.compiled_in``): local and
+    shared arrays (``targets.GridTarget``) need compile-time sizes, and the
+    kernels have no disk cache for a shared source to hit.
+    """
     _check(model)
+    layout = layout.compiled_in()
     out = engine.header(model, layout, "CUDA kernels of a model", ("from numba import cuda",),
                         ("from logdens.cuda_device import THREADS, block_add",))
     needed = {}

@@ -404,7 +404,7 @@ class LogDensity:
             return out
         if out is not None:
             raise ValueError("per_sample_gradient: out is for the dense rows (sparse=False)")
-        width = self._function("SLOTS", term.name)
+        width = int(self._function("slots", term.name)(self.idata))
         # 32-bit indices when they fit, as scipy would make them (by copying).
         index = np.int32 if max(self.dim, n * width) < np.iinfo(np.int32).max else np.int64
         cols, vals = np.empty((n, width), dtype=index), np.empty((n, width))

@@ -37,8 +37,9 @@ lowering (``logdens.codegen``):
     per-observation log-likelihood (the summands ``core`` keeps, or with
     ``dropped`` those it drops) and gradient rows of each observed term.
 ``per_sample_sparse_<term>(theta, fdata, idata, cols, vals)``
-    the gradient rows as ``SLOTS_<term>`` (column, value) pairs per row
-    (``logdens.rows``).
+    the gradient rows as ``slots_<term>(idata)`` (column, value) pairs per row
+    (``logdens.rows``): a plain function, as the slots of vector parameters
+    have run-time lengths.
 ``fisher_<term>(theta, fdata, idata, fisher)``
     the empirical Fisher information of a term with values with shape
     (``logdens.shaped``), the sum of its rows' outer products, into
@@ -55,7 +56,7 @@ import numpy as np
 from logdens.distributions.jit import FASTMATH
 from logdens import bounds, cache, rules
 from logdens.codegen import Lowering
-from logdens.lines import indent, tidy
+from logdens.lines import indent, plus, tidy
 from logdens.targets import grad_target
 from logdens.layout import Layout, module_alias
 from logdens.rows import FISHER_ROWS, DenseRows, FisherRows, SparseRows
@@ -88,17 +89,17 @@ def _materialize(layout, gradient, workspaces):
     for p in layout.params.values():
         if p.shape == () or p.transform.identity:
             continue
-        workspaces.declare(f"w_{p.ident}", p.constrained_size)
+        workspaces.declare(f"w_{p.ident}", p.constrained_code)
         if p.transform.event:
             if gradient:
-                workspaces.declare(f"aw_{p.ident}", p.constrained_size)
+                workspaces.declare(f"aw_{p.ident}", p.constrained_code)
                 lines.append(f"aw_{p.ident}[:] = 0.0")
-            lines.append(p.transform.forward_code(p.offset, p.ident))
+            lines.append(p.transform.forward_code(p.offset_code, p.ident))
             continue
-        workspaces.declare(f"dw_{p.ident}", p.size)
-        lines.append(f"for k in range({p.size}):")
+        workspaces.declare(f"dw_{p.ident}", p.size_code)
+        lines.append(f"for k in range({p.size_code}):")
         body = []
-        x, dx = p.transform.emit(body, f"theta[{p.offset} + k]", f"u_{p.ident}")
+        x, dx = p.transform.emit(body, f"theta[{plus(p.offset_code, 'k')}]", f"u_{p.ident}")
         lines += indent(body + [f"w_{p.ident}[k] = {x}", f"dw_{p.ident}[k] = {dx}"])
     return lines
 
@@ -112,7 +113,7 @@ def _prologue(layout, lowering):
 
 def event_reverse(layout):
     """Lines sweeping the adjoints of vector-transformed parameters back into ``grad``."""
-    return [p.transform.reverse_code(p.offset, p.ident, "grad", "1.0 if jacobian else 0.0")
+    return [p.transform.reverse_code(p.offset_code, p.ident, "grad", "1.0 if jacobian else 0.0")
             for p in layout.params.values() if p.transform.event]
 
 
@@ -126,12 +127,12 @@ def _jacobian(layout, gradient, value=True):
         if p.transform.event:  # its gradient is added by the reverse sweep
             lines += [f"lp += lj_{p.ident}"] if value else []
             continue
-        col = f"{p.offset}" if p.shape == () else f"{p.offset} + k"
+        col = p.offset_code if p.shape == () else plus(p.offset_code, "k")
         log_j, derivative = p.transform.emit_log_jacobian(f"theta[{col}]")
         body = ([f"lp += {log_j}"] if value else []) + ([f"grad[{col}] += {derivative}"] if gradient else [])
         if not body:
             continue
-        lines += body if p.shape == () else [f"for k in range({p.size}):"] + indent(body)
+        lines += body if p.shape == () else [f"for k in range({p.size_code}):"] + indent(body)
     return ["if jacobian:"] + indent(lines) if lines else []
 
 
@@ -182,7 +183,7 @@ def gradient_rejections(layout):
     the entries of transformed parameters are checked: the chain rule through a
     transform is where an underflowed value meets an overflowed partial, and a
     pass over every entry cost the Normal model (N = 1e5) a third of its time."""
-    spans = param_spans(layout, lambda p: not p.transform.identity)
+    spans = layout.spans(lambda p: not p.transform.identity)
     return REJECT + [f"lp = events.reject_nonfinite_gradient(lp, grad[{a}:{b}])" for a, b in spans]
 
 
@@ -198,19 +199,6 @@ def pointwise_body(model, layout, term, zero, **options):
                      if dropped_keep(term) is not None else zero)
     return kept, (["if dropped:  # data only: called once per data set"] + indent(dropped_terms)
                   + ["else:"] + indent(kept_terms))
-
-
-def param_spans(layout, select):
-    """``[start, stop)`` of the runs of adjacent parameter blocks that ``select`` keeps."""
-    spans = []
-    for p in layout.params.values():
-        if not select(p) or not p.size:
-            continue
-        if spans and spans[-1][1] == p.offset:
-            spans[-1][1] = p.offset + p.size
-        else:
-            spans.append([p.offset, p.offset + p.size])
-    return spans
 
 
 def generate_source(model, layout, blocks=True):
@@ -244,7 +232,8 @@ def header(model, layout, what="a model", packages=("import numpy as np",), help
     imports every lowering's code may use, and the kernels' modules."""
     imports = sorted({f"import {spec.logpdf_grad.__module__} as {module_alias(spec)}"
                       for spec in kernel_specs(model)})
-    return ([f'"""Generated by logdens: {what} with {len(model.terms)} terms and dim {layout.dim}."""',
+    dim = f"dim {layout.dim}" if layout.dim_code == str(layout.dim) else "its dim read at run time"
+    return ([f'"""Generated by logdens: {what} with {len(model.terms)} terms and {dim}."""',
              "import math", "", "import numba", *packages, "",
              "from logdens.distributions import special, vmath", "from logdens import event_transforms as events",
              "from logdens import gp, linalg_kernels as linalg",
@@ -254,10 +243,10 @@ def header(model, layout, what="a model", packages=("import numpy as np",), help
 def _zero_unassigned(layout, assigned):
     """Lines zeroing the gradient, except the entries a term assigns before anything
     adds to them: one pass less over a long parameter vector's gradient."""
-    spans = param_spans(layout, lambda p: p.name not in assigned)
-    if spans == [[0, layout.dim]]:
+    runs = layout.runs(lambda p: p.name not in assigned)
+    if runs and runs == layout.runs(lambda p: True):  # one run of every block
         return ["grad[:] = 0.0"]
-    return [f"grad[{a}:{b}] = 0.0" for a, b in spans]
+    return [f"grad[{run[0].offset_code}:{run[-1].end_code}] = 0.0" for run in runs]
 
 
 def _gradient_functions(model, layout, blocks):
@@ -274,7 +263,7 @@ def _gradient_functions(model, layout, blocks):
         zeros = ["lps[:] = 0.0"] + (["bufs[:, :] = 0.0"] if chunked.chunk_target.uses_bufs else [])
         chunked.workspaces.declare("lps", CHUNKS)
         if chunked.chunk_target.uses_bufs:
-            chunked.workspaces.declare("bufs", CHUNKS, layout.dim)
+            chunked.workspaces.declare("bufs", CHUNKS, layout.dim_code)
         merge = ["for c in range(lps.shape[0]):  # in chunk order: deterministic", "    lp += lps[c]"]
         merge += ["    grad += bufs[c]"] if chunked.chunk_target.uses_bufs else []
         out += function_lines("def core_parallel(theta, grad, fdata, idata, jacobian):",
@@ -300,10 +289,12 @@ def _gradient_functions(model, layout, blocks):
 
 def _c_entry(layout):
     """``c_logp_grad`` over raw pointers and ``c_entry()`` making it a ``numba.cfunc`` on request."""
+    dim = [f"    dim = ints[{layout.param_section}]"] if layout.dim_code == "dim" else []
     return ["def c_logp_grad(theta, grad, fdata, n_fdata, idata, n_idata):",
             '    """``logp_grad`` over raw pointers, for C callers (see ``c_entry``)."""',
-            f"    return core(numba.carray(theta, ({layout.dim},)), numba.carray(grad, ({layout.dim},)),",
-            "                numba.carray(fdata, (n_fdata,)), numba.carray(idata, (n_idata,)), True)", "", "",
+            "    ints = numba.carray(idata, (n_idata,))", *dim,
+            f"    return core(numba.carray(theta, ({layout.dim_code},)), numba.carray(grad, ({layout.dim_code},)),",
+            "                numba.carray(fdata, (n_fdata,)), ints, True)", "", "",
             "def c_entry():",
             '    """``c_logp_grad`` as a ``numba.cfunc``, compiled (or loaded from the cache) on request."""',
             f"    return numba.cfunc({C_SIGNATURE!r}, cache=True)(c_logp_grad)", "", ""]
@@ -345,15 +336,16 @@ def _observed_functions(model, layout, term, blocks):
     fisher = []
     if rules.shaped(term):  # the rows of a block into the Fisher information, none stored
         lowering = Lowering(layout, gradient=True, per_row=True, target=FisherRows(layout), blocks=blocks)
-        lowering.workspaces.declare("rows", FISHER_ROWS, layout.dim)
-        lowering.workspaces.declare("outer", layout.dim, layout.dim)
+        lowering.workspaces.declare("rows", FISHER_ROWS, layout.dim_code)
+        lowering.workspaces.declare("outer", layout.dim_code, layout.dim_code)
         fisher_terms = term_lines(lowering, model, "lp", term)
         fisher = function_lines(f"def fisher_{ident}(theta, fdata, idata, fisher):",
                            _prologue(layout, lowering) + ["lp = 0.0"] + fisher_terms)
     return (pointwise + fisher
             + function_lines(f"def per_sample_{ident}(theta, fdata, idata, out):",
                         _prologue(layout, dense) + ["lp = 0.0"] + dense_terms)
-            + [f"SLOTS_{ident} = {sparse_rows.width}  # per row of per_sample_sparse_{ident}", "", ""]
+            + [f"def slots_{ident}(idata):", f'    """Slots per row of per_sample_sparse_{ident}, from the layout in ``idata``."""']
+            + indent(layout.param_prologue() + [f"return {sparse_rows.width}"]) + ["", ""]
             + function_lines(f"def per_sample_sparse_{ident}(theta, fdata, idata, cols, vals):",
                         _prologue(layout, sparse) + ["lp = 0.0"] + sparse_terms))
 

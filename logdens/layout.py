@@ -9,6 +9,22 @@ offset, rows, columns, and for an index array whether it never decreases),
 which generated code reads at run time: sizes are never compiled in, so new
 data of another size need no recompilation.
 
+Parameter lengths are run-time values too, where the generated code allows
+it (``ParamSlot.runtime``): a vector parameter (one axis, no event transform)
+that no term with values with shape reads. After the data header comes the
+parameter section, ``1 + 2 * len(params)`` integers: the dimension, then
+each parameter's offset and length. Generated code reads what it needs of
+it into ``dim``, ``o_<ident>`` (offsets) and ``n_<ident>`` (lengths), and
+writes those names wherever the number would depend on such a length: two
+models that differ only in those lengths generate the same source, and so
+share one compiled module. ``ParamSlot.offset_code``, ``size_code`` and
+``Layout.dim_code`` are that code (a literal where the number is fixed).
+Event shapes (simplex, ordered, Cholesky factors), parameters with more
+than one axis and vectors read by terms with shape stay compiled in
+(``logdens.shaped`` sizes its buffers by them), as does everything on the
+CUDA backend (``Layout.compiled_in``: local and shared arrays need
+compile-time sizes).
+
 Generated code never spells a user's name as an identifier: Python folds
 identifiers by NFKC (``"ﬁ"`` and ``"fi"`` are one variable) and prefixes can
 meet (term ``sparse_y``'s ``per_sample_sparse_y`` is also term ``y``'s sparse
@@ -17,11 +33,13 @@ function). Every parameter, data array and term gets an ``ident`` instead,
 none ends like a fixed name of the generated code, and comments keep the name.
 """
 
+import copy
 from typing import NamedTuple, Tuple
 
 import numpy as np
 
 from logdens import rules
+from logdens.lines import plus
 from logdens.transforms import Transform
 
 HEADER_WIDTH = 5
@@ -35,6 +53,26 @@ class ParamSlot(NamedTuple):
     shape: Tuple[int, ...]
     transform: Transform
     ident: str  # in generated identifiers (see the module docstring)
+    #: Whether its length is read at run time (``n_<ident>``; see the module docstring).
+    runtime: bool = False
+    #: Code of its offset in ``theta``: the number, or ``o_<ident>`` read at run time
+    #: when a parameter of run-time length comes before it.
+    offset_code: str = "0"
+
+    @property
+    def size_code(self):
+        """Code of ``size``: ``n_<ident>`` for a run-time length."""
+        return f"n_{self.ident}" if self.runtime else str(self.size)
+
+    @property
+    def constrained_code(self):
+        """Code of ``constrained_size`` (run-time lengths have no event transform: the same)."""
+        return f"n_{self.ident}" if self.runtime else str(self.constrained_size)
+
+    @property
+    def end_code(self):
+        """Code of ``offset + size``, the offset of the block after its own."""
+        return plus(self.offset_code, self.size_code)
 
     @property
     def size(self):
@@ -73,13 +111,20 @@ def module_alias(spec):
 class Layout:
     """The parameter and data layout of one model."""
 
-    def __init__(self, model):
+    def __init__(self, model, runtime_lengths=True):
         self.params, offset = {}, 0
+        fixed = {name for term in model.terms if rules.shaped(term) for name in term.params_read()}
+        moved = False  # whether a run-time length comes before: offsets read at run time
         for name, node in model.params.items():
-            self.params[name] = ParamSlot(name, offset, node.shape, model.transforms[name],
-                                          identifier(name, len(self.params)))
+            transform, ident = model.transforms[name], identifier(name, len(self.params))
+            runtime = runtime_lengths and len(node.shape) == 1 and not transform.event and name not in fixed
+            self.params[name] = ParamSlot(name, offset, node.shape, transform, ident, runtime,
+                                          f"o_{ident}" if moved else str(offset))
             offset += self.params[name].size
+            moved |= runtime
         self.dim = offset
+        #: Code of ``dim``: the number, or ``dim`` read at run time.
+        self.dim_code = "dim" if moved else str(offset)
         self._names = {}     # id(Data node) -> stored name
         self.anonymous = {}  # generated name -> array, for arrays given without a name
         self.data = {}
@@ -94,6 +139,37 @@ class Layout:
                 self.data[name] = slot._replace(row_major=True)
         first = len(self.params) + len(self.data)
         self.term_idents = {term.name: identifier(term.name, first + k) for k, term in enumerate(model.terms)}
+
+    def compiled_in(self):
+        """This layout with every length and offset a number in generated code (the
+        CUDA emitter's: its local and shared arrays need compile-time sizes)."""
+        fixed = copy.copy(self)
+        fixed.params = {name: p._replace(runtime=False, offset_code=str(p.offset)) for name, p in self.params.items()}
+        fixed.dim_code = str(self.dim)
+        return fixed
+
+    def runs(self, select):
+        """The runs of adjacent parameter blocks that ``select`` keeps, each a list of
+        ``ParamSlot``: adjacent in declaration order, not by comparing offsets,
+        which may be code read at run time. A block of fixed length 0 is left
+        out; a run-time length is never assumed to be 0."""
+        runs, adjacent = [], False
+        for p in self.params.values():
+            if p.size_code == "0":
+                continue
+            if select(p):
+                runs[-1:] = runs[-1:] + [[p]] if not adjacent else [runs[-1] + [p]]
+            adjacent = select(p)
+        return runs
+
+    def spans(self, select):
+        """Code of ``[start, stop)`` of each run of adjacent parameter blocks that ``select`` keeps."""
+        return [[run[0].offset_code, run[-1].end_code] for run in self.runs(select)]
+
+    @property
+    def param_section(self):
+        """Position in ``idata`` of the parameter section (see the module docstring)."""
+        return HEADER_WIDTH * len(self.data)
 
     def _add_data(self, node, as_index):
         """Add data node ``node``, read as an index or as values, to ``self.data``."""
@@ -129,8 +205,9 @@ class Layout:
         """``(fdata, idata)`` holding ``arrays`` (name -> ndarray) and the header."""
         slots = sorted(self.data.values(), key=lambda s: s.position)
         header = np.zeros(HEADER_WIDTH * len(slots), dtype=np.int64)
-        floats, ints = [], []
-        f_offset, i_offset = 0, len(header)
+        section = [self.dim] + [n for p in self.params.values() for n in (p.offset, p.size)]
+        floats, ints = [], [np.array(section, dtype=np.int64)]
+        f_offset, i_offset = 0, len(header) + len(section)
         for slot in slots:
             a = np.asarray(arrays[slot.name])
             rows = a.shape[0] if a.ndim else 1
@@ -150,10 +227,24 @@ class Layout:
         idata = np.concatenate([header] + ints)
         return fdata, idata
 
+    def param_prologue(self):
+        """Generated lines binding ``dim``, ``o_<ident>`` and ``n_<ident>`` from the
+        parameter section, those that generated code names (none when every
+        length is fixed)."""
+        lines = [f"dim = idata[{self.param_section}]"] if self.dim_code == "dim" else []
+        for k, p in enumerate(self.params.values()):
+            at = self.param_section + 1 + 2 * k
+            if p.offset_code != str(p.offset):
+                lines.append(f"{p.offset_code} = idata[{at}]  # {p.name}'s offset")
+            if p.runtime:
+                lines.append(f"{p.size_code} = idata[{at + 1}]  # {p.name}'s length")
+        return lines
+
     def prologue(self):
         """Generated lines binding ``n_<name>``, ``d_<name>``, ``i_<name>`` and
-        ``sorted_<name>`` from the header."""
-        lines = []
+        ``sorted_<name>`` from the header, and the parameters' run-time lengths
+        and offsets (``param_prologue``)."""
+        lines = self.param_prologue()
         for slot in sorted(self.data.values(), key=lambda s: s.position):
             h, name = HEADER_WIDTH * slot.position, slot.ident
             lines.append(f"n_{name} = idata[{h + 2}]  # {slot.name}")

@@ -76,3 +76,22 @@ class Workspaces:
         0.1 s slower in a model with two such arrays)."""
         return [f"{name} = np.empty({shape[0] if len(shape) == 1 else '(' + ', '.join(map(str, shape)) + ')'})"
                 for name, shape in self.shapes.items()]
+
+
+def plus(*terms):
+    """Code of the sum of ``terms`` (ints, or code: literals or names such as a
+    run-time offset ``o_<ident>``): the literals added up first, then the
+    names, a zero left out (``plus(3, "k")`` is ``3 + k``, ``plus("0", "k")``
+    is ``k``)."""
+    number, names = 0, []
+    for term in map(str, terms):
+        if term.lstrip("-").isdigit():
+            number += int(term)
+        else:
+            names.append(term)
+    return " + ".join(([str(number)] if number or not names else []) + names)
+
+
+def is_zero(code):
+    """Whether ``code`` is the literal 0."""
+    return str(code) == "0"

@@ -18,6 +18,7 @@ of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
 
 from logdens import rules
 from logdens.cpu_blocks import BLOCK
+from logdens.lines import plus
 from logdens.targets import OWN_ROW
 
 #: Rows gathered for each product of ``FisherRows``: a multiple of ``BLOCK``.
@@ -31,7 +32,7 @@ def _index(e, rows):
 
 def _column(e, rows):
     """Code of the column of gradient entry ``e``."""
-    return f"{e.p.offset} + {rows.plate(e.at)}" if e.kind == OWN_ROW else e.col
+    return plus(e.p.offset_code, rows.plate(e.at)) if e.kind == OWN_ROW else e.col
 
 
 class DenseRows:
@@ -55,25 +56,19 @@ class DenseRows:
         return ["out[:, :] = 0.0"]
 
     def zero_block(self, once):
-        """Lines zeroing a block's rows ``b0:b1``, except the columns in ``once``
-        (written exactly once per row, so assigned instead)."""
-        spans = []
-        for col in (c for c in range(self.layout.dim) if c not in once):
-            if spans and spans[-1][1] == col:
-                spans[-1][1] = col + 1
-            else:
-                spans.append([col, col + 1])
-        return [f"out[b0:b1, {a}:{b}] = 0.0" for a, b in spans]
+        """Lines zeroing a block's rows ``b0:b1``, except the columns of the
+        parameters in ``once`` (written exactly once per row, so assigned instead)."""
+        return [f"out[b0:b1, {a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in once)]
 
     def event_reverse(self, p, row, rows):
-        return [p.transform.reverse_code(p.offset, p.ident, f"out[{rows.plate(row)}]", "0.0")]
+        return [p.transform.reverse_code(p.offset_code, p.ident, f"out[{rows.plate(row)}]", "0.0")]
 
     def zero_row(self, row):
         return [f"out[{row}, :] = 0.0"]
 
     def row_slice(self, p, row):
         """Code of parameter ``p``'s entries in row ``row``: a contiguous view."""
-        return f"out[{row}, {p.offset}:{p.offset + p.size}]"
+        return f"out[{row}, {p.offset_code}:{p.end_code}]"
 
     def prologue(self):
         return []
@@ -112,10 +107,10 @@ class FisherRows(DenseRows):
         return [f"rows[{row}, :] = 0.0"]
 
     def row_slice(self, p, row):
-        return f"rows[{row}, {p.offset}:{p.offset + p.size}]"
+        return f"rows[{row}, {p.offset_code}:{p.end_code}]"
 
     def event_reverse(self, p, row, rows):
-        return [p.transform.reverse_code(p.offset, p.ident, f"rows[{rows.plate(row)}]", "0.0")]
+        return [p.transform.reverse_code(p.offset_code, p.ident, f"rows[{rows.plate(row)}]", "0.0")]
 
     def before_blocks(self):
         return ["filled = 0", "first = True"]
@@ -135,11 +130,11 @@ class SparseRows:
         # Read one element per row: at the row, through a gather or a slice.
         element = set() if rules.shaped(term) else rules.params_read_by_element(layout, term, rules.ONE_PER_ROW)
         read = term.params_read()
-        self.fixed, width = {}, 0  # parameter name -> its first slot
+        self.fixed, width = {}, "0"  # parameter name -> code of its first slot
         for p in layout.params.values():
             if p.name in read and p.name not in element:
-                self.fixed[p.name], width = width, width + p.size
-        self.n_fixed = width
+                self.fixed[p.name], width = width, plus(width, p.size_code)
+        self.n_fixed = width  # code: the fixed slots of vectors have run-time lengths
         self.elements = {}  # (column code, row variable) -> slot, one per distinct element read
 
     row = "b0 + r"
@@ -152,15 +147,16 @@ class SparseRows:
 
     @property
     def width(self):
-        return self.n_fixed + len(self.elements)
+        """Code of the number of slots per row."""
+        return plus(self.n_fixed, len(self.elements))
 
     def __call__(self, e, row, rows):
         at = rows.plate(row)
         if e.at is None:  # a scalar parameter
             return f"vals[{at}, {self.fixed[e.p.name]}]"
         if e.p.name in self.fixed:
-            return f"vals[{at}, {self.fixed[e.p.name]} + {_index(e, rows)}]"
-        slot = self.elements.setdefault((_column(e, rows), row), self.n_fixed + len(self.elements))
+            return f"vals[{at}, {plus(self.fixed[e.p.name], _index(e, rows))}]"
+        slot = self.elements.setdefault((_column(e, rows), row), plus(self.n_fixed, len(self.elements)))
         return f"vals[{at}, {slot}]"
 
     def zero(self):
@@ -172,24 +168,22 @@ class SparseRows:
     def row_slice(self, p, row):
         """Code of the slots of fixed parameter ``p`` in row ``row``: a contiguous view."""
         slot = self.fixed[p.name]
-        return f"vals[{row}, {slot}:{slot + p.size}]"
+        return f"vals[{row}, {slot}:{plus(slot, p.size_code)}]"
 
     def zero_block(self, once):
-        """A line zeroing a block's rows unless every slot is assigned (holds a column
-        in ``once``): whole rows, as one contiguous store, even when only some
-        slots need it (hierarchical Poisson: 150 against 185 us zeroing one slot)."""
-        assigned = set()
-        for name, slot in self.fixed.items():
-            p = self.layout.params[name]
-            assigned |= {slot + j for j in range(p.size) if p.offset + j in once}
-        return ["vals[b0:b1, :] = 0.0"] if len(assigned) < self.width else []
+        """A line zeroing a block's rows unless every slot is assigned (a fixed slot
+        of a parameter in ``once``; element slots never are): whole rows, as
+        one contiguous store, even when only some slots need it (hierarchical
+        Poisson: 150 against 185 us zeroing one slot)."""
+        assigned = all(name in once for name in self.fixed) and not self.elements
+        return [] if assigned else ["vals[b0:b1, :] = 0.0"]
 
     def event_reverse(self, p, row, rows):
         """An event transform's reverse sweep writes at the parameter's own columns:
         into the dense scratch row ``erow``, then copied to the slots."""
-        a, b, slot = p.offset, p.offset + p.size, self.fixed[p.name]
-        return [f"erow[{a}:{b}] = 0.0", p.transform.reverse_code(p.offset, p.ident, "erow", "0.0"),
-                f"vals[{rows.plate(row)}, {slot}:{slot + p.size}] += erow[{a}:{b}]"]
+        a, b, slot = p.offset_code, p.end_code, self.fixed[p.name]
+        return [f"erow[{a}:{b}] = 0.0", p.transform.reverse_code(p.offset_code, p.ident, "erow", "0.0"),
+                f"vals[{rows.plate(row)}, {slot}:{plus(slot, p.size_code)}] += erow[{a}:{b}]"]
 
     def prologue(self):
         events = any(self.layout.params[name].transform.event for name in self.fixed)
@@ -200,8 +194,8 @@ class SparseRows:
         lines, at = [], rows.plate(row)
         for name, slot in self.fixed.items():
             p = self.layout.params[name]
-            lines += ([f"cols[{at}, {slot}] = {p.offset}"] if p.shape == () else
-                      [f"for j in range({p.size}):", f"    cols[{at}, {slot} + j] = {p.offset} + j"])
+            lines += ([f"cols[{at}, {slot}] = {p.offset_code}"] if p.shape == () else
+                      [f"for j in range({p.size_code}):", f"    cols[{at}, {plus(slot, 'j')}] = {plus(p.offset_code, 'j')}"])
         return lines
 
     def column_lines(self, row, rows):

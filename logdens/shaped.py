@@ -285,7 +285,7 @@ class ShapedTerm:
             info = self.info[id(n)]
             if info.in_place:
                 p = self.layout.params[n.name]
-                where = (f"grad[{p.offset}:{p.offset + p.size}]" if row is None
+                where = (f"grad[{p.offset_code}:{p.end_code}]" if row is None
                          else self.low.target.row_slice(p, row))
                 lines.append(f"{info.adjoint} = {where}")
         return lines
@@ -533,13 +533,13 @@ class ShapedTerm:
     def _fwd_param(self, node, info):
         p = self.layout.params[node.name]
         if node.shape != ():
-            view = f"theta[{p.offset}:{p.offset + p.size}]" if p.transform.identity else f"w_{p.ident}"
+            view = f"theta[{p.offset_code}:{p.end_code}]" if p.transform.identity else f"w_{p.ident}"
             return [f"{info.value} = {view}"]
         if p.transform.identity:
             self.scalar_dx = getattr(self, "scalar_dx", {})
-            return [f"{info.value}[0] = theta[{p.offset}]"]
+            return [f"{info.value}[0] = theta[{p.offset_code}]"]
         lines = []
-        x, dx = p.transform.emit(lines, f"theta[{p.offset}]", f"u{info.value}")
+        x, dx = p.transform.emit(lines, f"theta[{p.offset_code}]", f"u{info.value}")
         self.scalar_dx = getattr(self, "scalar_dx", {})
         self.scalar_dx[id(node)] = f"d{info.value}"
         return lines + [f"{info.value}[0] = {x}", f"d{info.value} = {dx}"]
@@ -1188,7 +1188,7 @@ class ShapedTerm:
         if p.transform.event:
             return [f"aw_{p.ident}[:] += {info.adjoint}"]
         scale = "" if p.transform.identity else f" * dw_{p.ident}[k]"
-        return [f"for k in range({p.size}):", f"    {target(entry(p, 'k'), row or 'r', rows)} += {info.adjoint}[k]{scale}"]
+        return [f"for k in range({p.size_code}):", f"    {target(entry(p, 'k'), row or 'r', rows)} += {info.adjoint}[k]{scale}"]
 
     # ----- the term -----------------------------------------------------
     def lines(self):

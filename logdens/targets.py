@@ -9,6 +9,8 @@ kernels, the parallel chunks' target in ``codegen``, the per-sample rows in
 
 from typing import NamedTuple
 
+from logdens.lines import plus
+
 
 # How the rows of a term loop write to a gradient entry (``Entry.kind``): each row
 # to its own entry (disjoint between the chunks of a parallel loop, a store on a
@@ -31,8 +33,8 @@ class Entry(NamedTuple):
 def entry(p, at=None):
     """The ``Entry`` of element ``at`` of ``p`` (its scalar value when ``at`` is None)."""
     if at is None:
-        return Entry(p, None, p.offset, SHARED)
-    return Entry(p, at, f"{p.offset} + {at}" if p.offset else at, SCATTER)
+        return Entry(p, None, p.offset_code, SHARED)
+    return Entry(p, at, plus(p.offset_code, at), SCATTER)
 
 
 class Rows:
@@ -47,12 +49,13 @@ class Rows:
     def __init__(self, viewed):
         self.viewed, self.views = viewed, {}
 
-    def element(self, array, row, offset=0):
-        """Code of element ``offset + row`` of ``array``."""
+    def element(self, array, row, offset="0"):
+        """Code of element ``offset + row`` of ``array`` (``offset``: code, such as a
+        run-time offset ``o_<ident>``, which names the view ``<array>_<offset>``)."""
         if not self.viewed:
-            return f"{array}[{offset} + {row}]" if offset else f"{array}[{row}]"
-        view = f"{array}_b{offset}"
-        self.views.setdefault(view, f"{array}[{offset} + b0:{offset} + b1]" if offset else f"{array}[b0:b1]")
+            return f"{array}[{plus(offset, row)}]"
+        view = f"{array}_b{offset}" if str(offset).isdigit() else f"{array}_{offset}"
+        self.views.setdefault(view, f"{array}[{plus(offset, 'b0')}:{plus(offset, 'b1')}]")
         return f"{view}[{row}]"
 
     def plate(self, row):
@@ -62,7 +65,7 @@ class Rows:
 
 def grad_target(e, row, rows):
     """``grad``'s entry ``e``: the serial kernels' gradient target."""
-    return rows.element("grad", e.at, e.p.offset) if e.kind == OWN_ROW else f"grad[{e.col}]"
+    return rows.element("grad", e.at, e.p.offset_code) if e.kind == OWN_ROW else f"grad[{e.col}]"
 
 
 class ChunkTarget:
@@ -150,11 +153,11 @@ class GridTarget:
         lines = [f"block_add(buffer, acc{c}, grad, {c})" for c in sorted(self.locals)]
         for p in self.shared.values():
             lines += [f"for k in range(cuda.threadIdx.x, {p.size}, cuda.blockDim.x):",
-                      f"    if sh_{p.ident}[k] != 0.0:", f"        cuda.atomic.add(grad, {p.offset} + k, sh_{p.ident}[k])"]
+                      f"    if sh_{p.ident}[k] != 0.0:", f"        cuda.atomic.add(grad, {plus(p.offset_code, 'k')}, sh_{p.ident}[k])"]
         for p in self.vectors.values():
             scale = "" if p.transform.identity else f" * dw_{p.ident}[j]"
             lines += [f"for j in range({p.constrained_size}):",
-                      f"    block_add(buffer, accv_{p.ident}[j]{scale}, grad, {p.offset} + j)"]
+                      f"    block_add(buffer, accv_{p.ident}[j]{scale}, grad, {plus(p.offset_code, 'j')})"]
         return lines
 
     def __call__(self, e, row, rows):
@@ -163,4 +166,4 @@ class GridTarget:
             return f"acc{e.col}"
         if e.kind == SCATTER and self._in_shared(e.p):
             return Atomic(f"sh_{e.p.ident}", e.at)
-        return Atomic("grad", e.col if e.kind != OWN_ROW else f"{e.p.offset} + {e.at}" if e.p.offset else e.at)
+        return Atomic("grad", e.col if e.kind != OWN_ROW else plus(e.p.offset_code, e.at))

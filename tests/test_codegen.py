@@ -124,7 +124,7 @@ def test_first_term_to_read_a_vector_assigns_its_gradient_entries():
     density = m.compile()
     core = _core(density)
     assert "grad[0:6] = 0.0" not in core and "grad[6:12] = 0.0" not in core
-    assert len(re.findall(r"grad(?:_b\d+)?\[[^]]*\] = a", core)) == 2  # z in its prior term, u (read directly) in term 'y'
+    assert len(re.findall(r"grad(?:_b\d+|_o_\w+)?\[[^]]*\] = a", core)) == 2  # z in its prior term, u (read directly) in term 'y'
     theta = np.random.default_rng(3).normal(size=density.dim)
     check_gradient(density, theta, np.random.default_rng(4))
     lp, grad = density.log_density_gradient(theta)
