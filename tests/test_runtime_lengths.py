@@ -49,14 +49,17 @@ def interval_vector(J):
     return m
 
 
-def logistic(D):
-    """``X @ beta``: the product's columns are the vector's run-time length."""
+def logistic(D, J=4):
+    """``X @ beta`` (``beta`` of length ``D``, compiled in) beside group effects
+    ``u[g]`` of length ``J`` (read at run time)."""
     rng = np.random.default_rng(2)
     m = ld.Model()
     beta = m.param("beta", ld.Normal(0, 1), shape=D)
+    u = m.param("u", ld.Normal(0, 1), shape=J)
     alpha = m.param("alpha", ld.Normal(0, 1))
     X = m.data("X", rng.normal(size=(300, D)))
-    m.observe("y", ld.BernoulliLogit(X @ beta + alpha), (rng.random(300) < 0.5).astype(float))
+    eta = X @ beta + alpha + u[m.data("g", rng.integers(0, J, 300))]
+    m.observe("y", ld.BernoulliLogit(eta), (rng.random(300) < 0.5).astype(float))
     return m
 
 
@@ -72,7 +75,7 @@ def summed(J):
 
 MODELS = {"hierarchical, z last": hierarchical, "hierarchical, z first": lambda J: hierarchical(J, True),
           "positive vector": positive_vector, "vector location": vector_location,
-          "interval vector": interval_vector, "logistic": logistic, "sum and simplex": summed}
+          "interval vector": interval_vector, "logistic": lambda J: logistic(3, J), "sum and simplex": summed}
 #: Observed terms with per-sample rows to check.
 OBSERVED = {"hierarchical, z last": "y", "hierarchical, z first": "y", "positive vector": "y",
             "vector location": "y", "interval vector": "y", "logistic": "y"}
@@ -100,6 +103,11 @@ def test_a_matrix_parameter_keeps_its_shape_compiled_in_and_a_vector_beside_it_d
         return m
     assert _source(model(3, 2)) == _source(model(6, 2))
     assert _source(model(3, 2)) != _source(model(3, 4))
+
+
+def test_a_data_matrix_products_vector_keeps_its_length_compiled_in():
+    """``X @ beta``: its rows' short loops over the columns stay constant-length."""
+    assert _source(logistic(3)) != _source(logistic(5))
 
 
 @pytest.mark.parametrize("kind", ["hierarchical, z first", "logistic", "sum and simplex"])
