@@ -10,9 +10,7 @@ two calls, and a device that fuses multiply-adds rounds the steps
 differently from the CPU.
 """
 
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -20,17 +18,19 @@ import pytest
 
 from logdens.samplers.chees import _gradient_source
 
+sys.path.insert(0, os.path.dirname(__file__))
+from simulator import run_simulated  # noqa: E402
+
 HERE = os.path.dirname(__file__)
 TOLERANCE = 1e-10
 
 
 @pytest.fixture(scope="module")
 def simulated():
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONWARNINGS": "ignore"}
-    result = subprocess.run([sys.executable, os.path.join(HERE, "chees_device_checks.py"), "--run"], env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    """Both checks of ``chees_device_checks``, each in a simulator process."""
+    script = os.path.join(HERE, "chees_device_checks.py")
+    trajectories, runs = run_simulated([(script, "trajectories"), (script, "runs")])
+    return {**trajectories, **runs}
 
 
 def _agree(differences):

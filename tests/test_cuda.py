@@ -9,7 +9,6 @@ differ from the CPU's in the last bits; 1e-10 leaves room for the
 cancellation in these models' sums and still catches any wrong term.
 """
 
-import json
 import os
 import re
 import subprocess
@@ -24,6 +23,7 @@ from logdens.cuda_source import CudaUnsupported
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 import cuda_checks  # noqa: E402
+from simulator import run_simulated  # noqa: E402
 
 TOLERANCE = 1e-10
 
@@ -36,20 +36,9 @@ PARTS = 2
 def simulated():
     """Every check's differences, the float32 facts and the chunked batch
     (``cuda_checks.main``), computed once in ``PARTS`` simulator processes."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    processes = [subprocess.Popen([sys.executable, os.path.join(HERE, "cuda_checks.py"), "--part", f"{k}/{PARTS}"],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for k in range(PARTS)]
+    script = os.path.join(HERE, "cuda_checks.py")
     merged = {"compare": {}}
-    for process in processes:
-        try:
-            out, err = process.communicate(timeout=600)
-        except subprocess.TimeoutExpired:
-            for p in processes:
-                p.kill()
-            raise
-        assert process.returncode == 0, err[-3000:]
-        result = json.loads(out.strip().splitlines()[-1])
+    for result in run_simulated([(script, "--part", f"{k}/{PARTS}") for k in range(PARTS)]):
         merged["compare"].update(result.pop("compare"))
         merged.update(result)
     return merged
