@@ -29,8 +29,8 @@ per target). The host's ``fdata`` holds the same rounded values, so every
 method, on the device or on the CPU, computes the model at the data rounded
 to float32 (``data()`` still returns the arrays as given). Rounding loses
 precision (about 6e-8 relative), which is what float32 means; a finite
-value beyond float32's range (3.4e38) is a ValueError naming the array,
-index and value.
+value beyond float32's range (3.4e38), or a nonzero one that would become 0
+(below 1.4e-45), is a ValueError naming the array, index and value.
 """
 
 import math
@@ -323,18 +323,22 @@ class CudaLogDensity(LogDensity):
 
 def _check_float32_range(layout, arrays):
     """A ValueError for the first float value of ``arrays`` (name -> array, those
-    ``set_data`` takes) that is finite but beyond float32's range: it would be
-    inf on the device. Integers all fit (float32 reaches 3.4e38)."""
+    ``set_data`` takes) that float32 cannot hold: finite but beyond its range
+    (it would be inf on the device), or nonzero but below its smallest
+    subnormal (it would be 0: a positive observation on a support's boundary).
+    Integers all fit (float32 reaches 3.4e38)."""
     for name, value in arrays.items():
         slot, array = layout.data.get(name), np.asarray(value)
         if slot is None or not slot.as_value or array.dtype.kind != "f":
             continue  # read by no kernel as a value, or no float that can overflow
-        with np.errstate(over="ignore"):
-            fits = ~(np.isinf(array.astype(np.float32)) & np.isfinite(array))
-        if not np.all(fits):
-            raise ValueError(f"data {name!r}: {_first_violation(name, array, fits)} overflows float32 "
-                             f"(largest {float(np.finfo(np.float32).max):.7g}); compile(backend='cuda', "
-                             "dtype=np.float32) keeps the data as float32: rescale them or use the default float64")
+        with np.errstate(over="ignore", under="ignore"):
+            single = array.astype(np.float32)
+        for lost, what in ((np.isinf(single) & np.isfinite(array), "overflows"), ((single == 0) & (array != 0), "underflows")):
+            if np.any(lost):
+                raise ValueError(f"data {name!r}: {_first_violation(name, array, ~lost)} {what} float32 (its "
+                                 f"range {float(np.finfo(np.float32).smallest_subnormal):.3g} to "
+                                 f"{float(np.finfo(np.float32).max):.7g}); compile(backend='cuda', dtype=np.float32) "
+                                 "keeps the data as float32: rescale them or use the default float64")
 
 
 def _narrow(idata):

@@ -191,3 +191,17 @@ def test_launch_shapes():
                       2112: ((1, 2112), 128), 4096: ((1, 4096), 64), 10**4: ((1, 10**4), 32)}
     density._rows = 40  # no more threads than rows want
     assert density._grid(2112) == ((1, 2112), 64)
+
+
+def test_float32_data_that_would_become_zero_or_infinite_are_refused():
+    """``dtype=np.float32`` clips nothing: a nonzero value below float32's
+    smallest subnormal (1.4e-45) would be 0 on the device, one above 3.4e38 inf."""
+    from logdens.cuda_density import _check_float32_range
+    m = ld.Model()
+    m.observe("y", ld.Gamma(2.0, m.param("rate", ld.HalfNormal(1))), np.ones(3))
+    layout = m.compile().layout
+    _check_float32_range(layout, {"y": np.array([1e-44, 1.0, 3e38])})  # both ends still held
+    with pytest.raises(ValueError, match=r"data 'y': y\[1\]=1e-50 underflows float32 \(its range 1.4e-45 to"):
+        _check_float32_range(layout, {"y": np.array([1.0, 1e-50, 0.0])})
+    with pytest.raises(ValueError, match=r"data 'y': y\[2\]=-1e\+39 overflows float32"):
+        _check_float32_range(layout, {"y": np.array([1.0, 0.0, -1e39])})
