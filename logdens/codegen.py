@@ -729,7 +729,7 @@ class Lowering:
             # The product runs over the constrained vector: K entries for a simplex of
             # K - 1 free coordinates (p.size) (it ran over p.size: a wrong log density).
             start += [f"{buffer}[:b1 - b0] = 0.0"] + column_groups(
-                p.constrained_code, lambda cols: product_group(X, buffer, cols))
+                p.constrained_size, lambda cols: product_group(X, buffer, cols))
             if not self.gradient:
                 continue
             buffers.append(f"a{buffer}")
@@ -740,7 +740,7 @@ class Lowering:
                 self.row_writes += [f"adjoint = a{buffer}[r]", f"for j in range({p.size_code}):",
                                     f"    {column} {op} {scale}adjoint * {X}[j, b0 + r]"]
                 continue
-            finish += column_groups(p.constrained_code, lambda cols: transposed_group(
+            finish += column_groups(p.constrained_size, lambda cols: transposed_group(
                 X, buffer, cols, [self._sink(p, c) for c in cols]))
         return buffers, before, start, finish
 

@@ -26,19 +26,7 @@ SPAN = 8
 
 def column_groups(size, group):
     """Lines of ``group(cols)`` over the columns ``0 .. size - 1``, ``UNROLL`` at a
-    time: in a loop over ``j`` (columns ``j``, ``j + 1``, ...), then the rest.
-
-    ``size`` is code: a literal, whose rest is written out column by column
-    (and a size under ``2 * UNROLL`` has no loop), or a run-time length
-    (``n_<ident>``), whose rest is a loop of one column at a time: the same
-    lines for every length.
-    """
-    if not str(size).isdigit():
-        body = group(["j"] + [f"j + {q}" for q in range(1, UNROLL)])
-        full = f"{size} - {size} % {UNROLL}"
-        return ([f"for j in range(0, {full}, {UNROLL}):"] + indent(body)
-                + [f"for j in range({full}, {size}):  # the last columns, one at a time"] + indent(group(["j"])))
-    size = int(size)
+    time: in a loop over ``j`` (columns ``j``, ``j + 1``, ...), then the rest."""
     full = size - size % UNROLL if size >= 2 * UNROLL else 0  # a loop for two groups or more
     lines = []
     if full:

@@ -127,13 +127,13 @@ def _compiled_in_lengths(model):
 class Layout:
     """The parameter and data layout of one model."""
 
-    def __init__(self, model, runtime_lengths=True):
+    def __init__(self, model):
         self.params, offset = {}, 0
         fixed = _compiled_in_lengths(model)
         moved = False  # whether a run-time length comes before: offsets read at run time
         for name, node in model.params.items():
             transform, ident = model.transforms[name], identifier(name, len(self.params))
-            runtime = runtime_lengths and len(node.shape) == 1 and not transform.event and name not in fixed
+            runtime = len(node.shape) == 1 and not transform.event and name not in fixed
             self.params[name] = ParamSlot(name, offset, node.shape, transform, ident, runtime,
                                           f"o_{ident}" if moved else str(offset))
             offset += self.params[name].size

@@ -91,7 +91,3 @@ def plus(*terms):
             names.append(term)
     return " + ".join(([str(number)] if number or not names else []) + names)
 
-
-def is_zero(code):
-    """Whether ``code`` is the literal 0."""
-    return str(code) == "0"
