@@ -127,10 +127,10 @@ class Lowering:
             u = f"theta[{p.offset_code}]"
             if p.transform.identity:
                 block.forward.append(f"{var} = {u}  # {node.name}")
-                return lambda a, b: [self._add(self._target(entry(p)), a)]
+                return lambda a, b: [self.add(self._target(entry(p)), a)]
             x, dx = p.transform.emit(block.forward, u, var)
             block.forward.append(f"{var} = {x}  # {node.name}")
-            return lambda a, b: [self._add(self._target(entry(p)), f"{a} * {dx}")]
+            return lambda a, b: [self.add(self._target(entry(p)), f"{a} * {dx}")]
         if index in self.gathered_index:
             return self._gathered_param(node, p, var, block, index)
         if self._row_aligned(block, index):
@@ -139,13 +139,13 @@ class Lowering:
             here = entry(p, index)
         if p.transform.event:
             block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
-            return lambda a, b: [self._add(self._event_adjoint(p, block, index), a)]
+            return lambda a, b: [self.add(self.event_adjoint(p, block, index), a)]
         op = "=" if node.name in self.assigning else "+="  # the first writer of these entries
         if p.transform.identity:
             block.forward.append(f"{var} = {self._element('theta', block, index, p.offset_code)}  # {node.name}[{index}]")
-            return lambda a, b: [self._add(self._target(here), a, op)]
+            return lambda a, b: [self.add(self._target(here), a, op)]
         block.forward.append(f"{var} = {self._element(f'w_{p.ident}', block, index)}  # {node.name}[{index}]")
-        return lambda a, b: [self._add(self._target(here), f"{a} * {self._element(f'dw_{p.ident}', block, index)}", op)]
+        return lambda a, b: [self.add(self._target(here), f"{a} * {self._element(f'dw_{p.ident}', block, index)}", op)]
 
     def _value_data(self, node, var, block, outer, index):
         name, ident = self.layout.data_name(node), self.layout.data_ident(node)
@@ -153,9 +153,9 @@ class Lowering:
             return self._buffered(var, block, f"d_{ident}[{self.gathered_index[index]}[r]]", None,
                                   f"{name}[{index}]")
         element = f"d_{ident}[0]" if node.shape == () else self._element(f"d_{ident}", block, index)
-        block.forward.append(f"{var} = {self._data_read(element)}  # {name}")
+        block.forward.append(f"{var} = {self.data_read(element)}  # {name}")
 
-    def _data_read(self, element):
+    def data_read(self, element):
         """Code of a data ``element`` read as float64: on a GPU the data may be
         stored as float32 (``compile(backend="cuda", dtype=np.float32)``), and a
         float32 value would make float32 whatever it meets without a float64
@@ -190,12 +190,12 @@ class Lowering:
         of element ``at`` of parameter ``p``; with ``scatter``, in a loop over a
         block's rows ``r`` after the rows' loop (per row: into row ``b0 + r``)."""
         if p.transform.event:
-            return lambda value: self._add(self._event_adjoint(p, None, at), value)
+            return lambda value: self.add(self.event_adjoint(p, None, at), value)
         scale = "" if p.transform.identity else f"dw_{p.ident}[{at}] * "
         dest = self._target(entry(p, at), 'r' if scatter and self.per_row else None)
-        return lambda value: self._add(dest, scale + value)
+        return lambda value: self.add(dest, scale + value)
 
-    def _add(self, dest, value, op="+="):
+    def add(self, dest, value, op="+="):
         """The line adding ``value`` to ``dest`` (or assigning it, ``op="="``): an
         atomic add where ``dest`` is an ``Atomic`` element (a GPU thread's
         target that other threads add to as well)."""
@@ -203,7 +203,7 @@ class Lowering:
             return f"cuda.atomic.add({dest.array}, {dest.index}, {value})"
         return f"{dest} {op} {value}"
 
-    def _event_adjoint(self, p, block, index):
+    def event_adjoint(self, p, block, index):
         """The adjoint of element ``index`` of event-transformed ``p``: shared by
         every row, so atomic on a GPU."""
         if self.grid:
@@ -414,7 +414,7 @@ class Lowering:
             return lambda a, b: [f"a{buffer}[{index}] = {a}"]
         j = self.fresh("j")
         element = f"theta[{plus(p.offset_code, j)}]" if p.transform.identity else f"w_{p.ident}[{j}]"
-        x = self._data_read(f"{X}[{j}, {index}]")
+        x = self.data_read(f"{X}[{j}, {index}]")
         block.forward += [f"{var} = 0.0  # {node.label()}", f"for {j} in range({p.constrained_code}):",
                           f"    {var} += {x} * {element}"]
 

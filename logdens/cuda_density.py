@@ -22,7 +22,7 @@ offset past 2**31 floats): half the bytes of data an evaluation reads,
 which is its time where the reads bound it (large N; ``bench_cuda.py``'s
 section ``large32`` measures it). Only the storage is float32:
 each value is widened to float64 where it is read
-(``codegen.Lowering._data_read``), and theta, sums, gradients and log
+(``codegen.Lowering.data_read``), and theta, sums, gradients and log
 densities stay float64 (numba types the distributions' float literals as
 float64, so float32 arithmetic would need every kernel's constants typed
 per target). The host's ``fdata`` holds the same rounded values, so every

@@ -57,3 +57,13 @@ def zero_rows(out):
     flat = out.reshape(out.size)
     for k in range(cuda.grid(1), flat.size, cuda.gridsize(1)):
         flat[k] = 0.0
+
+
+@cuda.jit(device=True)
+def total(values, size):
+    """The sum of ``values[:size]``: a term's log densities at one row, on a GPU
+    thread (``logdens.shaped``), which has no ``np.sum``."""
+    acc = 0.0
+    for k in range(size):
+        acc += values[k]
+    return acc

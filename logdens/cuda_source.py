@@ -32,14 +32,16 @@ distributions' kernels are the CPU's: numba compiles the same Python
 functions for the device. The kernels are compiled for the dtypes of
 ``fdata`` and ``idata`` they are given (float64 and int64, or float32 and
 int32 with ``compile(dtype=np.float32)``); each data value is read as a
-float64 (``Lowering._data_read``), so the arithmetic is float64 either way.
+float64 (``Lowering.data_read``), so the arithmetic is float64 either way.
 
 Unlike the CPU module, the kernels have every parameter's length and offset
 compiled in (``generate_cuda_source``).
 
-Not on this backend yet (``CudaUnsupported``): terms with values with shape
-(``logdens.shaped``) and running sums (``ld.cumsum``), whose workspaces
-have run-time lengths.
+Terms with values with shape (``logdens.shaped``) run a row per thread at a
+time, their buffers in local arrays. Not on this backend yet
+(``CudaUnsupported``): multivariate densities, linear algebra and scans in
+such terms (their kernels allocate or call BLAS), and running sums
+(``ld.cumsum``), whose workspaces have run-time lengths.
 """
 
 from logdens import engine, rules
@@ -47,6 +49,7 @@ from logdens import expr as ex
 from logdens.codegen import Lowering, splits_rows
 from logdens.lines import indent
 from logdens.rows import GridRows
+from logdens.shaped import thread_unsupported
 from logdens.targets import GridTarget
 
 
@@ -63,9 +66,9 @@ KERNEL = "cuda.jit"
 def _check(model):
     """``CudaUnsupported`` for the first term the emitter cannot lower."""
     for term in model.terms:
-        if rules.shaped(term):
-            raise CudaUnsupported(f"term {term.name!r}: values with shape (matrices, per-row vectors) are not "
-                                  "on the CUDA backend yet; use backend='cpu'")
+        node = thread_unsupported(term) if rules.shaped(term) else None
+        if node is not None:
+            raise CudaUnsupported(f"term {term.name!r}: {node} is not on the CUDA backend yet; use backend='cpu'")
         if any(rules.PREFIX in rules.rule(n).reads(n) for a in term.args for n in ex.nodes(a)):
             raise CudaUnsupported(f"term {term.name!r}: running sums (ld.cumsum) are not on the CUDA backend "
                                   "yet; use backend='cpu'")
@@ -152,9 +155,8 @@ def _terms_kernel(model, layout, gradient):
     lowering = Lowering(layout, gradient=gradient, target=target if gradient else None, grid=True)
     lowering.assign_first, lowering.terms = True, model.terms
     terms = engine.term_lines(lowering, model)
-    assert not lowering.workspaces.shapes, "a kernel cannot allocate workspaces: _check refuses what needs them"
     args, binds = _point_args(layout, gradient)
-    body = (_POINT + binds + layout.prologue() + ["lp_t = 0.0"]
+    body = (_POINT + binds + layout.prologue() + lowering.workspaces.local_lines() + ["lp_t = 0.0"]
             + target.start_lines() + terms
             + ["buffer = cuda.shared.array(THREADS, numba.float64)", "block_add(buffer, lp_t, sums, point)"]
             + target.end_lines())
@@ -182,18 +184,19 @@ def _pointwise(model, layout, term):
     keeps, or with ``dropped`` those it drops, at point 0 (one thread per row)."""
     args, binds = _point_args(layout, False)
     zero = ["for i in range(row0, out.shape[0], rows_step):", "    out[i] = 0.0"]
-    _, body = engine.pointwise_body(model, layout, term, zero, grid=True)
+    lowering, body = engine.pointwise_body(model, layout, term, zero, grid=True)
     ident = layout.term_idents[term.name]
     return _kernel(f"def pointwise_{ident}({', '.join(['thetas', 'fdata', 'idata', 'out', 'dropped'] + args)}):",
-                   _POINT + binds + layout.prologue() + body)
+                   _POINT + binds + layout.prologue() + lowering.workspaces.local_lines() + body)
 
 
 def per_sample_on_device(layout, term):
     """Whether ``term``'s per-sample rows have a kernel: its rows spread over
-    threads (no reduction inside) and no event-transformed parameter read (its
+    threads (no reduction inside, or values with shape: each thread computes
+    their whole values itself) and no event-transformed parameter read (its
     adjoints, shared by every row, would need a buffer per row)."""
     events = any(layout.params[name].transform.event for name in term.params_read())
-    return term.per_observation and splits_rows(term) and not events
+    return term.per_observation and (rules.shaped(term) or splits_rows(term)) and not events
 
 
 def _per_sample(model, layout, term):
@@ -202,7 +205,7 @@ def _per_sample(model, layout, term):
     args, binds = _point_args(layout, False)
     lowering = Lowering(layout, gradient=True, per_row=True, target=GridRows(layout), grid=True)
     terms = engine.term_lines(lowering, model, "lp", term)
-    body = _POINT + binds + layout.prologue() + ["lp_t = 0.0"] + terms
+    body = _POINT + binds + layout.prologue() + lowering.workspaces.local_lines() + ["lp_t = 0.0"] + terms
     ident = layout.term_idents[term.name]
     return _kernel(f"def per_sample_{ident}({', '.join(['thetas', 'fdata', 'idata', 'out'] + args)}):", body)
 
@@ -217,7 +220,7 @@ def generate_cuda_source(model, layout):
     _check(model)
     layout = layout.compiled_in()
     out = engine.header(model, layout, "CUDA kernels of a model", ("from numba import cuda",),
-                        ("from logdens.cuda_device import THREADS, block_add",))
+                        ("from logdens.cuda_device import THREADS, block_add, total",))
     needed = {}
     for gradient in (True, False):
         terms, assigned = _terms_kernel(model, layout, gradient)

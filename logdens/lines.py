@@ -77,6 +77,11 @@ class Workspaces:
         return [f"{name} = np.empty({shape[0] if len(shape) == 1 else '(' + ', '.join(map(str, shape)) + ')'})"
                 for name, shape in self.shapes.items()]
 
+    def local_lines(self):
+        """The allocations on a GPU thread: local arrays, of compile-time shapes."""
+        return [f"{name} = cuda.local.array({shape[0] if len(shape) == 1 else tuple(shape)}, numba.float64)"
+                for name, shape in self.shapes.items()]
+
 
 def plus(*terms):
     """Code of the sum of ``terms`` (ints, or code: literals or names such as a

@@ -87,6 +87,9 @@ class GridRows(DenseRows):
     def zero(self):
         return []
 
+    def zero_row(self, row):
+        return []
+
 
 class FisherRows(DenseRows):
     """Rows gathered in the scratch ``rows`` (``FISHER_ROWS``, dim), multiplied into

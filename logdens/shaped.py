@@ -21,6 +21,13 @@ buffers summed over the rows and swept back through the whole values (and
 the parameters' transforms) once after the blocks. For per-sample rows the
 contributions to whole values are made row by row instead, and the whole
 sweep runs once per row into that row's output.
+
+On a GPU (``Lowering.grid``: ``thread``) each thread runs the same program
+over its own rows, one at a time: blocks of one row in local arrays, loops
+where the CPU calls BLAS or numpy, whole values computed by every thread
+and their adjoints summed in its own buffers, swept back once after its
+rows into the gradient (atomically: ``targets.GridTarget``). A term without
+rows runs in the point's first thread.
 """
 
 import math
@@ -120,6 +127,8 @@ class ShapedTerm:
     def __init__(self, lowering, term, keep, mode):
         self.low, self.layout, self.term, self.mode = lowering, lowering.layout, term, mode
         self.gradient, self.per_row = lowering.gradient, lowering.per_row
+        self.thread = lowering.grid  # a GPU thread (see the module docstring)
+        self.block = 1 if self.thread else BLOCK
         self.where = f"term {term.name!r}"
         self.info = {}
         self.order = []  # nodes, children first
@@ -236,7 +245,7 @@ class ShapedTerm:
                                  "than two axes are not supported")
             if not self.layout.data[self.layout.data_name(node)].as_value:
                 return _Info(rowed, event, None, None)  # an index only, read where used
-        shape = (BLOCK, max(math.prod(event), 1)) if rowed else (max(math.prod(event), 1),)
+        shape = (self.block, max(math.prod(event), 1)) if rowed else (max(math.prod(event), 1),)
         value = f"sv{n}"
         if self._data_view(node, rowed):
             self.data_views.add(value)
@@ -249,8 +258,9 @@ class ShapedTerm:
 
     def _data_view(self, node, rowed):
         """Whether ``node`` is a data matrix stored row by row (``DataSlot.row_major``)
-        whose block of rows is a view, with no copy."""
-        return (rowed and _rule(node).data and node.ndim == 2
+        whose block of rows is a view, with no copy (not on a GPU thread: its rows
+        are read as float64, ``Lowering.data_read``)."""
+        return (not self.thread and rowed and _rule(node).data and node.ndim == 2
                 and self.layout.data[self.layout.data_name(node)].row_major)
 
     def _check_events(self, node, kids, event):
@@ -272,8 +282,9 @@ class ShapedTerm:
     def _adds_in_place(self, node):
         """Whether the adjoint of parameter ``node`` is a view of its gradient entries
         (or of the per-sample row's): a vector without a transform, so its
-        adjoint is its gradient. No buffer to zero, and no sweep."""
-        if not _rule(node).param or node.shape == () or node is self.root:
+        adjoint is its gradient. No buffer to zero, and no sweep. Not on a GPU
+        thread, except into its own per-sample row: other threads add too."""
+        if (self.thread and not self.per_row) or not _rule(node).param or node.shape == () or node is self.root:
             return False
         return self.layout.params[node.name].transform.identity
 
@@ -303,7 +314,7 @@ class ShapedTerm:
                 self._event_partials(node)
             elif _calls_kernel(node):
                 info = self.info[id(node)]
-                shape = (BLOCK, max(info.size, 1)) if info.rowed else (max(info.size, 1),)
+                shape = (self.block, max(info.size, 1)) if info.rowed else (max(info.size, 1),)
                 self.partials[id(node)] = {
                     j: self.low.workspaces.declare(f"sk{info.value[2:]}_{j}", *shape)
                     for j, c in enumerate(node.children) if self.info[id(c)].adjoint is not None}
@@ -365,7 +376,7 @@ class ShapedTerm:
                 continue
             size = max(kid.size, 1)
             per_row = kid.rowed or (self.per_row and info.rowed)
-            shape = (BLOCK, size) if per_row else (size,)
+            shape = (self.block, size) if per_row else (size,)
             buffers[j] = self.low.workspaces.declare(f"sk{info.value[2:]}_{j}", *shape)
         self.partials[id(node)] = buffers
 
@@ -487,7 +498,7 @@ class ShapedTerm:
                 raise ModelError(f"{self.where}: {child.label()} has shape {child.shape}, which would "
                                  f"broadcast along the rows of data in {node.label()}")
             shapes[id(child)] = (kid.rowed, kid.event)
-        if info.rowed and not fixed_row and all(s == event or math.prod(s) == 1 for _, s in shapes.values()):
+        if info.rowed and not fixed_row and not self.thread and all(s == event or math.prod(s) == 1 for _, s in shapes.values()):
             def flat_index(child):
                 rowed, s = shapes.get(id(child), (False, ()))
                 return "q" if rowed else f"q % {size}" if s == event and size > 1 else "0"
@@ -545,21 +556,23 @@ class ShapedTerm:
         return lines + [f"{info.value}[0] = {x}", f"d{info.value} = {dx}"]
 
     def _fwd_data(self, node, info):
-        ident = self.layout.data_ident(node)
+        ident, read = self.layout.data_ident(node), self.low.data_read
         if info.value in self.data_views:  # its flat view is bound here, per block
             return [f"{info.value} = d_{ident}[b0:b1]", f"f{info.value} = {info.value}.reshape(nb * {node.shape[1]})"]
+        row_major = node.ndim == 2 and self.layout.data[self.layout.data_name(node)].row_major
         if not info.rowed and node.ndim == 2:  # a whole event (``Layout.pack``: maybe transposed)
             a, b = node.shape
-            at = "i, j" if self.layout.data[self.layout.data_name(node)].row_major else "j, i"
+            at = "i, j" if row_major else "j, i"
             return [f"for i in range({a}):", f"    for j in range({b}):",
-                    f"        {info.value}[i * {b} + j] = d_{ident}[{at}]"]
+                    f"        {info.value}[i * {b} + j] = {read(f'd_{ident}[{at}]')}"]
         if not info.rowed:
-            return [f"for k in range({max(info.size, 1)}):", f"    {info.value}[k] = d_{ident}[k]"]
+            return [f"for k in range({max(info.size, 1)}):", f"    {info.value}[k] = {read(f'd_{ident}[k]')}"]
         if node.ndim == 1:
-            return ["for r in range(nb):", f"    {info.value}[r, 0] = d_{ident}[b0 + r]"]
+            return ["for r in range(nb):", f"    {info.value}[r, 0] = {read(f'd_{ident}[b0 + r]')}"]
         # stored transposed (``Layout.pack``): column j of the block is contiguous
+        at = "b0 + r, j" if row_major else "j, b0 + r"
         return [f"for j in range({node.shape[1]}):", "    for r in range(nb):",
-                f"        {info.value}[r, j] = d_{ident}[j, b0 + r]"]
+                f"        {info.value}[r, j] = {read(f'd_{ident}[{at}]')}"]
 
     def _fwd_elementwise(self, node, info):
         op = OPS[node.op]
@@ -678,6 +691,11 @@ class ShapedTerm:
                 raise ModelError(f"{self.where}: {node.label()}: a row-aligned left operand must be a matrix "
                                  f"of rows, got shape {left.shape}")
             k = left.shape[1]
+            if right.ndim == 2 and self.thread:  # no BLAS on a GPU thread
+                m = right.shape[1]
+                return self._rows([f"for q in range({m}):", "    acc = 0.0", f"    for j in range({k}):",
+                                   f"        acc += {li.value}[r, j] * {self._whole(right)}[j * {m} + q]",
+                                   f"    {info.value}[r, q] = acc"], True)
             if right.ndim == 2:
                 m = right.shape[1]
                 return [f"np.dot({li.value}[:nb], {self._whole(right)}.reshape(({k}, {m})), {info.value}[:nb])"]
@@ -760,7 +778,12 @@ class ShapedTerm:
 
     def _fwd_sum(self, node, info):
         (x,) = node.children
-        return [f"{info.value}[0] = np.sum({self._whole(x)})"]
+        return [f"{info.value}[0] = {self._total(self._whole(x), max(self.info[id(x)].size, 1))}"]
+
+    def _total(self, array, size):
+        """Code of the sum of a flat ``array`` of ``size`` entries: ``np.sum`` on the
+        CPU, a call of ``cuda_device.total`` on a GPU thread (no numpy there)."""
+        return f"total({array}, {size})" if self.thread else f"np.sum({array})"
 
     def _fwd_gather(self, node, info):
         source, index = node.children
@@ -962,7 +985,12 @@ class ShapedTerm:
         for j, child in kids:
             if li.rowed and j == 0:  # G @ B.T into the rows' adjoint
                 k = left.shape[1]
-                if right.ndim == 2 and id(child) in self.assigned:
+                if right.ndim == 2 and self.thread:  # no BLAS on a GPU thread
+                    m = right.shape[1]
+                    lines += self._rows([f"for j in range({k}):", "    acc = 0.0", f"    for q in range({m}):",
+                                         f"        acc += {info.adjoint}[r, q] * {ri.value}[j * {m} + q]",
+                                         f"    {li.adjoint}[r, j] {self._op(child)} acc"], True)
+                elif right.ndim == 2 and id(child) in self.assigned:
                     lines += [f"np.dot({info.adjoint}[:nb], {ri.value}.reshape(({k}, {right.shape[1]})).T, "
                               f"{li.adjoint}[:nb])"]
                 elif right.ndim == 2:
@@ -976,9 +1004,10 @@ class ShapedTerm:
             elif li.rowed:  # A.T @ G into the whole right operand's adjoint
                 k = left.shape[1]
                 m = right.shape[1] if right.ndim == 2 else 1
-                if fixed_row:
-                    lines += [f"for j in range({k}):", f"    for q in range({m}):",
-                              f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * {info.adjoint}[r, q]"]
+                if fixed_row or self.thread:  # one row (a GPU thread's block is one row)
+                    lines += self._rows([f"for j in range({k}):", f"    for q in range({m}):",
+                                         f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * "
+                                         f"{info.adjoint}[r, q]"], True, fixed_row)
                 elif right.ndim == 2:
                     tmp = self.low.workspaces.declare(f"su{info.value[2:]}", k, m)
                     lines += [f"np.dot({li.value}[:nb].T, {info.adjoint}[:nb], {tmp})",
@@ -1044,7 +1073,10 @@ class ShapedTerm:
                 f"    {self.info[id(node.children[0])].adjoint}[{node.start} + {node.step} * j] += {info.adjoint}[j]"]
 
     def _rev_sum(self, node, info, kids, fixed_row):
-        return [f"{self.info[id(node.children[0])].adjoint}[:] += {info.adjoint}[0]"]
+        x = self.info[id(node.children[0])]
+        if self.thread:
+            return [f"for k in range({max(x.size, 1)}):", f"    {x.adjoint}[k] += {info.adjoint}[0]"]
+        return [f"{x.adjoint}[:] += {info.adjoint}[0]"]
 
     def _rev_gather(self, node, info, kids, fixed_row):
         source, index = node.children
@@ -1179,16 +1211,22 @@ class ShapedTerm:
         """Lines sending a parameter's adjoint buffer into the gradient (``row``: the
         per-sample row, or None) or into its event transform's adjoint."""
         p = self.layout.params[node.name]
-        target = self.low.target
+        target, add = self.low.target, self.low.add
         rows = Rows(False)
         if node.shape == ():
             e = entry(p)
             scale = "" if p.transform.identity else f" * {self.scalar_dx[id(node)]}"
-            return [f"{target(e, row or 'r', rows)} += {info.adjoint}[0]{scale}"]
+            return [add(target(e, row or 'r', rows), f"{info.adjoint}[0]{scale}")]
+        if self.thread and row is None:  # threads add to the same entries: each from its own first
+            loop = [f"for kk in range({p.size_code}):", f"    k = (kk + cuda.threadIdx.x) % {p.size_code}"]
+        else:
+            loop = [f"for k in range({p.size_code}):"]
         if p.transform.event:
-            return [f"aw_{p.ident}[:] += {info.adjoint}"]
+            if not self.thread:
+                return [f"aw_{p.ident}[:] += {info.adjoint}"]
+            return loop + [f"    {add(self.low.event_adjoint(p, None, 'k'), f'{info.adjoint}[k]')}"]
         scale = "" if p.transform.identity else f" * dw_{p.ident}[k]"
-        return [f"for k in range({p.size_code}):", f"    {target(entry(p, 'k'), row or 'r', rows)} += {info.adjoint}[k]{scale}"]
+        return loop + [f"    {add(target(entry(p, 'k'), row or 'r', rows), f'{info.adjoint}[k]{scale}')}"]
 
     # ----- the term -----------------------------------------------------
     def lines(self):
@@ -1197,25 +1235,29 @@ class ShapedTerm:
         head = [f"# term {self.term.name!r} (values with shape): {self._describe()}"]
         forward_whole = [line for n in whole if id(n) not in self.body_ids for line in self._forward(n)]
         if not self.rowed:  # no rows of data: one row, and every value is whole
-            return head + self._whole_term(forward_whole, whole)
+            lines = self._whole_term(forward_whole, whole)
+            return head + (["if row0 == 0:  # no rows: one thread"] + indent(lines) if self.thread else lines)
         n_rows = f"n_{self.layout.data_ident(self.rowed_data)}"
-        loop = [f"for b0 in range(0, {n_rows}, {BLOCK}):"]
-        block = [f"b1 = min(b0 + {BLOCK}, {n_rows})", "nb = b1 - b0"]
+        if self.thread:  # this thread's rows, one at a time
+            loop, block = [f"for b0 in range(row0, {n_rows}, rows_step):"], ["b1 = b0 + 1", "nb = 1"]
+        else:
+            loop = [f"for b0 in range(0, {n_rows}, {BLOCK}):"]
+            block = [f"b1 = min(b0 + {BLOCK}, {n_rows})", "nb = b1 - b0"]
         if self.gradient:
-            block += [f"{self.info[id(n)].adjoint}[:nb] = {'1.0' if n is self.root else '0.0'}"
+            block += [self._fill(self.info[id(n)].adjoint, "1.0" if n is self.root else "0.0", True)
                       for n in rowed if self.info[id(n)].adjoint is not None
                       and id(n) not in self.assigned | self.shared]
         block += [line for n in rowed for line in self._forward(n)] + self._accumulate()
         if not self.gradient:
-            return head + forward_whole + self._flat_views() + loop + indent(block)
+            return head + self._threads(n_rows, forward_whole + self._flat_views() + loop + indent(block))
         zero_whole = self._zero_adjoints(whole)
         for n in reversed(rowed):
             block += self._contributions(n, True)
             if not self.per_row:
                 block += self._contributions(n, False)
         if not self.per_row:
-            return (head + forward_whole + self._views(whole, None) + zero_whole + self._flat_views() + loop
-                    + indent(block) + self._whole_sweep(whole, None))
+            return head + self._threads(n_rows, forward_whole + self._views(whole, None) + zero_whole
+                                        + self._flat_views() + loop + indent(block) + self._whole_sweep(whole, None))
         # each row zeroed just before it is written: it stays in cache (a block's rows,
         # zeroed at once, can outgrow it)
         target = self.low.target
@@ -1229,8 +1271,18 @@ class ShapedTerm:
             per_row += self._contributions(n, False, fixed_row=True)
         per_row += self._whole_sweep(whole, row) + self._row_columns(row)
         block += ["for r in range(nb):"] + indent(per_row) + target.after_block(n_rows)
-        return (head + target.prologue() + forward_whole + self._flat_views() + target.before_blocks() + loop
-                + indent(block))
+        return head + self._threads(n_rows, target.prologue() + forward_whole + self._flat_views()
+                                    + target.before_blocks() + loop + indent(block))
+
+    def _threads(self, n_rows, lines):
+        """``lines`` run by a GPU thread only if it has rows (its whole values and
+        their sweep are work and atomic adds for nothing otherwise)."""
+        return [f"if row0 < {n_rows}:"] + indent(lines) if self.thread else lines
+
+    def _fill(self, buffer, value, rowed):
+        """The line setting every entry of ``buffer`` to ``value`` (a block buffer's
+        first ``nb`` rows when ``rowed``)."""
+        return f"{buffer}[:nb] = {value}" if rowed else f"{buffer}[:] = {value}"
 
     def _flat_views(self):
         """Lines binding the flat views of block buffers (``f<buffer>``), once per term."""
@@ -1242,20 +1294,25 @@ class ShapedTerm:
         """Lines adding the block's log densities to ``lp`` (or writing each row's
         to ``out`` for the pointwise log-likelihood)."""
         info = self.info[id(self.root)]
-        size = max(info.size, 1)
+        size, lp = max(info.size, 1), self.low.lp
         if self.mode == "lp":
-            return [f"lp += np.sum({info.value}[:nb])"] if size > 1 else ["for r in range(nb):", f"    lp += {info.value}[r, 0]"]
+            if size == 1:
+                return ["for r in range(nb):", f"    {lp} += {info.value}[r, 0]"]
+            if not self.thread:
+                return [f"{lp} += np.sum({info.value}[:nb])"]
+            return ["for r in range(nb):", f"    {lp} += {self._total(f'{info.value}[r]', size)}"]
         if self.mode == "pointwise":
-            return ["for r in range(nb):", f"    out[b0 + r] = np.sum({info.value}[r])"]
+            return ["for r in range(nb):", f"    out[b0 + r] = {self._total(f'{info.value}[r]', size)}"]
         return []
 
     def _whole_term(self, forward_whole, whole):
         info = self.info[id(self.root)]
         lines = list(forward_whole)
+        total = self._total(info.value, max(info.size, 1))
         if self.mode == "lp":
-            lines.append(f"lp += np.sum({info.value})")
+            lines.append(f"{self.low.lp} += {total}")
         elif self.mode == "pointwise":
-            lines.append(f"out[0] = np.sum({info.value})")
+            lines.append(f"out[0] = {total}")
         if not self.gradient:
             return lines
         zero = self._zero_adjoints(whole)
@@ -1267,7 +1324,7 @@ class ShapedTerm:
     def _zero_adjoints(self, nodes):
         """Lines zeroing the adjoints of ``nodes`` that own their buffer (not a view
         of the gradient, not shared with another's); the root's set to 1."""
-        return [f"{self.info[id(n)].adjoint}[:] = {'1.0' if n is self.root else '0.0'}" for n in nodes
+        return [self._fill(self.info[id(n)].adjoint, "1.0" if n is self.root else "0.0", False) for n in nodes
                 if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place
                 and id(n) not in self.shared]
 
@@ -1315,3 +1372,23 @@ KINDS = {
     scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",
     linalg.Stack: "stack",
 }
+
+#: The kinds a GPU thread lowers (``thread``); the others call CPU kernels that
+#: allocate or call BLAS (multivariate densities, linear algebra, scans).
+THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "take",
+                "element", "slice", "sum", "gather", "rows_of"}
+
+
+def thread_unsupported(term):
+    """The label of the first node of shaped ``term`` that a GPU thread cannot
+    lower (``THREAD_KINDS``), or None."""
+    if term.dist is not None and term.dist.spec.multivariate:
+        return f"{term.dist.spec.name} (a multivariate density)"
+    for root in term.args:
+        for node in ex.nodes(root):
+            spec = _rule(node).kernel_spec(node)
+            if _rule(node).constant:
+                continue
+            if _kind(node) not in THREAD_KINDS or (spec is not None and spec.multivariate):
+                return node.label()
+    return None

@@ -118,19 +118,77 @@ def random_model(seed):
     return case
 
 
+def mlp():
+    """A network (3-4-2, tanh) with Normal errors, priors on its matrices, and the
+    network's sum as a potential: values with shape, a row per thread."""
+    X, Y = RNG.normal(size=(N, 3)), RNG.normal(size=(N, 2))
+    m = ld.Model()
+    W1 = m.param("W1", ld.Normal(0, 1), shape=(3, 4))
+    b1 = m.param("b1", ld.Normal(0, 1), shape=4)
+    W2 = m.param("W2", ld.Normal(0, 1), shape=(4, 2))
+    b2 = m.param("b2", ld.Normal(0, 1), shape=2)
+    sigma = m.param("sigma", ld.HalfNormal(1))
+    out = ld.tanh(m.data("X", X) @ W1 + b1) @ W2 + b2
+    m.observe("Y", ld.Normal(out, sigma), Y)
+    m.potential("net", ld.sum(0.01 * out))
+    return m, RNG.normal(scale=0.5, size=12 + 4 + 8 + 2 + 1)
+
+
+def softmax():
+    """A softmax regression through ``log_softmax``, a likelihood potential."""
+    X, onehot = RNG.normal(size=(N, 3)), np.eye(4)[RNG.integers(0, 4, N)]
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 2), shape=(3, 4))
+    alpha = m.param("alpha", ld.Normal(0, 2), shape=4)
+    m.potential("lik", ld.sum(ld.log_softmax(m.data("X", X) @ W + alpha) * onehot, axis=-1), observed=True)
+    return m, RNG.normal(size=12 + 4)
+
+
+def shaped_whole():
+    """Whole values: products of parameter matrices, a transpose, indexing, axis
+    reductions, a mean, a matrix under a transform, a whole vector scaled."""
+    X, Y = RNG.normal(size=(N, 3)), RNG.normal(size=(N, 3))
+    m = ld.Model()
+    tau = m.param("tau", ld.HalfNormal(1))
+    beta = m.param("beta", ld.Normal(0, 1), shape=3)
+    A = m.param("A", ld.Normal(0, 1), shape=(2, 3))
+    B = m.param("B", ld.Normal(0, 1), shape=(3, 2))
+    s = m.param("s", ld.HalfNormal(1), shape=(2, 3))
+    m.observe("y", ld.Normal(m.data("X", X) @ (tau * beta), 1.0), Y[:, 0])
+    m.potential("products", ld.sum(A @ B) + beta @ (B @ A[:, 0]) + ld.sum(A.T * B) + A[1] @ beta)
+    m.observe("Y", ld.Normal(A[0] + A[:, 1][1], s[1]), Y)
+    m.potential("whole", ld.logsumexp(A, axis=0) @ s[0] * 0.1 + ld.sum(ld.mean(A, axis=1))
+                + ld.sum(ld.sum(s, axis=1)[:1]))
+    m.potential("rows", ld.logsumexp(m.data("Yd", Y) * A[0], axis=1) - ld.sum(s[1] ** 2), observed=True)
+    return m, RNG.normal(scale=0.5, size=1 + 3 + 6 + 6 + 6)
+
+
+def row_gather():
+    """Rows of a parameter matrix picked by an index, and a whole matrix read at the rows."""
+    group = np.array([0, 1, 2, 3, 4, 0, 0, 2] * 3)
+    Y = RNG.normal(size=(group.size, 2))
+    m = ld.Model()
+    effects = m.param("effects", ld.Normal(0, 1), shape=(5, 2))
+    scale = m.param("scale", ld.HalfNormal(1), shape=2)
+    z = m.param("z", ld.Normal(0, 1), shape=(group.size, 2))
+    m.observe("Y", ld.Normal(effects[m.data("group", group)] + 0.5 * z, scale), Y)
+    return m, RNG.normal(scale=0.5, size=10 + 2 + 2 * group.size)
+
+
 CASES = {
     "poisson": _engine(poisson), "normal": _engine(normal), "potential": _engine(potential),
     "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
     "hierarchical": _engine(hierarchical, groups=5), "transforms": transforms,
     "repeated_indices": repeated_indices, "reductions": reductions, "scalars": scalars,
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
+    "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather,
 }
 
 
 #: Cases compared with ``compile(backend="cuda", dtype=np.float32)`` too: every
 #: transform, int32 indices (repeated ones too), a product, reductions,
 #: expression bounds and data inside expressions.
-FLOAT32 = ("transforms", "repeated_indices", "reductions", "expression_bounds", "random_3")
+FLOAT32 = ("transforms", "repeated_indices", "reductions", "expression_bounds", "random_3", "mlp")
 CHECKS = [*CASES, *(f"{name} float32" for name in FLOAT32)]
 
 
@@ -238,11 +296,48 @@ def chunked_batch(points=5, per_launch=2):
             "points per launch": launches}
 
 
+def compile_ptx(name):
+    """Compile every kernel of case ``name`` to PTX for sm_90 with numba-cuda and
+    its NVVM, with no device (``--ptx``): what the simulator cannot check,
+    the kernels' typing and lowering on the real target. Returns the kernels'
+    names. The signatures are the launches' (C-contiguous float64 arrays,
+    int64 ``idata``)."""
+    import inspect
+
+    from numba import cuda, types
+    from numba.cuda import dispatcher
+
+    from logdens import cache, engine
+    from logdens.cuda_source import generate_cuda_source
+
+    class Device:  # the compute capability numba-cuda asks the current device for
+        compute_capability = (9, 0)
+    dispatcher.get_current_device = Device
+    arguments = {"sums": types.float64[::1], "lps": types.float64[::1], "jacobian": types.boolean,
+                 "dropped": types.boolean, "fdata": types.float64[::1], "idata": types.int64[::1]}
+    m, _ = CASES[name]()
+    module = cache.load(generate_cuda_source(*engine.lower(m.snapshot())))
+    names = [k for k, v in vars(module).items() if type(v).__name__ == "CUDADispatcher" and k not in ("block_add", "total")]
+    for kernel in names:
+        fn = getattr(module, kernel).py_func
+        rank = {"out": 2 if kernel.startswith("per_sample") else 1}
+        signature = tuple(arguments.get(a) or (types.float64[::1] if rank.get(a) == 1 else types.float64[:, ::1])
+                          for a in inspect.signature(fn).parameters)
+        cuda.compile_ptx(fn, signature, cc=(9, 0))
+    return names
+
+
 def main(args):
     """``python cuda_checks.py [--part I/N] [CHECK ...]``: the named checks, or
     every ``N``-th of ``CHECKS`` from the ``I``-th (one of ``N`` processes
     run side by side), the float32 facts and the chunked batch with the
-    first part."""
+    first part. ``python cuda_checks.py --ptx [CASE ...]``: each case's
+    kernels compiled to PTX (``compile_ptx``; numba-cuda installed, no
+    simulator, no device needed)."""
+    if args[:1] == ["--ptx"]:
+        for name in args[1:] or CASES:
+            print(name, "compiled to PTX:", ", ".join(compile_ptx(name)), flush=True)
+        return
     part, parts = 0, 1
     if args[:1] == ["--part"]:
         (part, parts), args = map(int, args[1].split("/")), args[2:]

@@ -104,11 +104,16 @@ def test_index_data_are_int32_where_every_value_fits():
     assert _narrow(wide) is wide
 
 
-def test_values_with_shape_are_refused_by_name():
+def test_multivariate_terms_and_linear_algebra_are_refused_by_name():
     m = ld.Model()
-    W = m.param("W", ld.Normal(0, 1), shape=(3, 2))
-    m.observe("y", ld.Normal(m.data("X", np.ones((5, 3))) @ W, 1.0), np.zeros((5, 2)))
-    with pytest.raises(CudaUnsupported, match="term 'W': values with shape"):
+    mu = m.param("mu", ld.Normal(0, 1), shape=3)
+    m.observe("y", ld.MvNormal(mu, scale_tril=np.eye(3)), np.zeros((4, 3)))
+    with pytest.raises(CudaUnsupported, match=r"term 'y': MvNormal \(a multivariate density\) is not on the CUDA"):
+        m.compile(backend="cuda")
+    m = ld.Model()
+    s = m.param("s", ld.HalfNormal(1))
+    m.potential("p", ld.sum(ld.cholesky(ld.add_diag(np.ones((2, 2)), s))))
+    with pytest.raises(CudaUnsupported, match=r"term 'p': cholesky\(.*is not on the CUDA backend yet"):
         m.compile(backend="cuda")
 
 
