@@ -32,6 +32,10 @@ Run: python benchmarks/bench_cuda.py [--quick] [--json PATH]
    host round trip per step, 1 to 50 steps of 256 and 1024 chains.
 8. Launch shapes for many points (``threads``): blocks per point and
    threads per block against the shape ``CudaLogDensity`` chooses.
+9. The neural network of ``bench_mlp.py`` (``mlp``; values with shape, a row
+   per thread): one point's value and gradient and its per-sample rows at n
+   rows, against JAX's ``jit(value_and_grad)`` and ``jit(vmap(grad))`` on the
+   GPU and logdens on one CPU core; K points of 256 rows per launch.
 
 Every peer's gradient is checked against ours before it is timed.
 """
@@ -337,6 +341,58 @@ def threads_per_point(ks=(256, 4096), n=1000, grids=((1, 32), (1, 64), (1, 128),
             report(f"threads {build.__name__} n={n} K={k} (us per point)", row)
 
 
+def mlp(ns=(256, 4096, 32768), ks=(64, 1024), n_points=256):
+    """Section 9 (see the module docstring)."""
+    from bench_mlp import jax_functions, network
+    for n in ns:
+        m, X, Y = network(n, np.random.default_rng(0))
+        cpu, start = m.compile(), time.perf_counter()
+        gpu = m.compile(backend="cuda")
+        theta = np.random.default_rng(1).normal(size=cpu.dim) * 0.3
+        point, rows = cuda.to_device(theta[None]), cuda.device_array((n, cpu.dim))
+        lp, grad = gpu.log_density_gradient(theta)
+        first_call = time.perf_counter() - start
+        want_lp, want = cpu.log_density_gradient(theta)
+        want_rows = cpu.per_sample_gradient(theta, "Y")
+        gpu.per_sample_gradient(theta, "Y", out=rows)
+        row = {"first_call_s": round(first_call, 2), "lp_rel": abs(lp - want_lp) / abs(want_lp),
+               "grad_rel": float(np.max(np.abs(grad - want)) / np.max(np.abs(want))),
+               "rows_rel": float(np.max(np.abs(rows.copy_to_host() - want_rows)) / np.max(np.abs(want_rows)))}
+        ours = gpu_time(lambda: gpu._run(point, True, True))
+        ours_rows = gpu_time(lambda: gpu.per_sample_gradient(theta, "Y", out=rows))
+        host_grad, host_rows = np.empty(cpu.dim), np.empty_like(want_rows)
+        row.update({"ours_us": round(ours * 1e6, 1), "ours_rows_us": round(ours_rows * 1e6, 1),
+                    "cpu_core_us": round(gpu_time(lambda: cpu.log_density_gradient(theta, out=host_grad),
+                                                  budget=0.3) * 1e6, 1),
+                    "cpu_core_rows_us": round(gpu_time(lambda: cpu.per_sample_gradient(theta, "Y", out=host_rows),
+                                                       budget=0.3) * 1e6, 1)})
+        try:
+            import jax
+            jax.config.update("jax_enable_x64", True)
+            calls, t = jax_functions(cpu, X, Y), jax.numpy.asarray(theta)
+            assert np.allclose(np.asarray(calls[0](t)), want, rtol=1e-8, atol=1e-8)
+            assert np.allclose(np.asarray(calls[1](t)), want_rows, rtol=1e-8, atol=1e-8)
+            jax_s, jax_rows = gpu_time(lambda: calls[0](t)), gpu_time(lambda: calls[1](t))
+            row.update({"jax_us": round(jax_s * 1e6, 1), "jax_rows_us": round(jax_rows * 1e6, 1),
+                        "jax/ours": round(jax_s / ours, 2), "jax/ours rows": round(jax_rows / ours_rows, 2)})
+        except Exception as e:  # noqa: BLE001
+            row["jax"] = f"{type(e).__name__}: {e}"[:200]
+        report(f"mlp n={n}", row)
+    m, _, _ = network(n_points, np.random.default_rng(0))
+    cpu, gpu = m.compile(), m.compile(backend="cuda")
+    for k in ks:
+        thetas = np.random.default_rng(2).normal(size=(k, cpu.dim)) * 0.3
+        points = cuda.to_device(thetas)
+        L, G = gpu.log_density_gradient_batch(thetas)
+        L_c, G_c = cpu.log_density_gradient_batch(thetas)
+        ours = gpu_time(lambda: gpu._run(points, True, True))
+        one_core = gpu_time(lambda: cpu.log_density_gradient_batch(thetas), budget=0.3)
+        report(f"mlp points n={n_points} K={k}", {
+            "grad_rel": float(np.max(np.abs(G - G_c)) / np.max(np.abs(G_c))),
+            "ours_us_per_point": round(ours / k * 1e6, 2), "cpu_core_us_per_point": round(one_core / k * 1e6, 2),
+            "cpu/ours": round(one_core / ours, 2)})
+
+
 def host_call(sizes=(100, 10_000)):
     for n in sizes:
         m, _, _, _, theta = hierarchical(n, np.random.default_rng(0))
@@ -351,7 +407,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
-    parser.add_argument("--only", default="check,points,host,rows,large,large32,steps,chees,threads")
+    parser.add_argument("--only", default="check,mlp,points,host,rows,large,large32,steps,chees,threads")
     parser.add_argument("--chees", type=int, default=300, help="ChEES warmup and draws per chain")
     args = parser.parse_args()
     global JSON
@@ -365,7 +421,7 @@ def main():
                 "large32": lambda: large_float32(sizes),
                 "points": lambda: many_points([1, 256] if args.quick else [1, 16, 256, 4096]), "host": host_call,
                 "rows": per_sample_rows, "chees": lambda: chees_run(draws=args.chees, tune=args.chees),
-                "steps": chees_steps, "threads": threads_per_point}
+                "steps": chees_steps, "threads": threads_per_point, "mlp": mlp}
     for name in args.only.split(","):
         start = time.perf_counter()
         try:

@@ -31,7 +31,15 @@ LAYERS = (10, 32, 32, 10)
 
 
 def build(n, rng):
-    """The model with ``n`` rows of data, and a point."""
+    """The model with ``n`` rows of data compiled for the CPU, the data, and a point."""
+    m, X, Y = network(n, rng)
+    density = m.compile()
+    theta = rng.normal(size=density.dim) * 0.3
+    return density, X, Y, theta
+
+
+def network(n, rng):
+    """The model with ``n`` rows of random data, and the data."""
     d, h, _, k = LAYERS
     X, Y = rng.normal(size=(n, d)), rng.normal(size=(n, k))
     m = ld.Model()
@@ -45,9 +53,7 @@ def build(n, rng):
     sigma = m.param("sigma", ld.HalfNormal(1))
     out = ld.tanh(ld.tanh(x @ W1 + b1) @ W2 + b2) @ W3 + b3
     m.observe("Y", ld.Normal(out, sigma), Y)
-    density = m.compile()
-    theta = rng.normal(size=density.dim) * 0.3
-    return density, X, Y, theta
+    return m, X, Y
 
 
 def jax_functions(density, X, Y):
