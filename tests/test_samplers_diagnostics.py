@@ -5,7 +5,7 @@ import pytest
 import numpy as np
 from arviz_base import from_dict
 
-from logdens.samplers.diagnostics import e_bfmi, sampler_warnings
+from logdens.samplers.diagnostics import bulk_ess, e_bfmi, rank_rhat, sampler_warnings
 
 
 def fake_idata(diverging=0, at_max=0, energy=None, shift=0.0, seed=0):
@@ -52,7 +52,6 @@ def test_e_bfmi_matches_arviz():
 
 
 def test_rhat_and_bulk_ess_match_arviz():
-    from logdens.samplers.diagnostics import bulk_ess, rank_rhat
     rng = np.random.default_rng(5)
     for rho, shift in ((0.0, 0.0), (0.9, 0.0), (0.5, 0.3)):
         x = np.zeros((4, 501))
@@ -65,7 +64,6 @@ def test_rhat_and_bulk_ess_match_arviz():
 
 
 def test_rhat_and_ess_vectorized_over_columns_and_ties():
-    from logdens.samplers.diagnostics import bulk_ess, rank_rhat
     rng = np.random.default_rng(6)
     x = rng.normal(size=(4, 300, 3))
     x[:, :, 1] = np.round(x[:, :, 1])  # ties
@@ -75,3 +73,20 @@ def test_rhat_and_ess_vectorized_over_columns_and_ties():
         assert r[k] == pytest.approx(float(arviz_stats.rhat(x[:, :, k])), rel=1e-6)
         assert e[k] == pytest.approx(float(arviz_stats.ess(x[:, :, k], method="bulk")), rel=1e-6)
     assert e[2] == 1200.0
+
+
+def test_ranks_in_threads_equal_one_thread(monkeypatch):
+    """Many draws are ranked in groups of columns by threads: the same normal
+    scores as in one thread, ties (a stuck chain, rounded draws) included."""
+    from logdens.samplers import diagnostics
+    x = np.random.default_rng(3).normal(size=(64, 200, 90))
+    x[3, :, 5] = 1.0
+    x[:, :, 7] = np.round(x[:, :, 7])
+    assert x.size >= diagnostics.THREADED_RANKS
+    threaded = diagnostics._rank_normalize(x)
+    r, e = rank_rhat(x), bulk_ess(x)
+    for k in (0, 7):
+        assert r[k] == pytest.approx(float(arviz_stats.rhat(x[:, :, k])), rel=1e-6)
+        assert e[k] == pytest.approx(float(arviz_stats.ess(x[:, :, k], method="bulk")), rel=1e-6)
+    monkeypatch.setattr(diagnostics, "THREADED_RANKS", 10 ** 12)
+    np.testing.assert_array_equal(threaded, diagnostics._rank_normalize(x))
