@@ -44,6 +44,8 @@ such terms (their kernels allocate or call BLAS), and running sums
 (``ld.cumsum``), whose workspaces have run-time lengths.
 """
 
+import math
+
 from logdens import engine, rules
 from logdens import expr as ex
 from logdens.codegen import Lowering, splits_rows
@@ -72,6 +74,45 @@ def _check(model):
         if any(rules.PREFIX in rules.rule(n).reads(n) for a in term.args for n in ex.nodes(a)):
             raise CudaUnsupported(f"term {term.name!r}: running sums (ld.cumsum) are not on the CUDA backend "
                                   "yet; use backend='cpu'")
+
+
+def _flat_elementwise(model):
+    """``model`` with each term whose values with shape are all elementwise over
+    one shape (a prior on a weight matrix, ``W ~ Normal(0, 1)``) written over
+    that shape flattened: lowered as a vector term, its elements spread over
+    the point's threads, where the lowering of values with shape runs such a
+    term on one thread (the 10-32-32-10 network's priors: 1664 kernel calls
+    on one thread per point)."""
+    terms = tuple(_flattened(term) or term if rules.shaped(term) else term for term in model.terms)
+    if all(new is old for new, old in zip(terms, model.terms)):
+        return model
+    flat = model.snapshot()
+    flat.terms = terms
+    return flat
+
+
+def _flattened(term):
+    """``term`` over its one shape flattened (see ``_flat_elementwise``), or None."""
+    if term.dist is None or term.dist.spec.multivariate:
+        return None
+    nodes = [n for a in term.args for n in ex.nodes(a)]
+    shapes = {n.shape for n in nodes} - {()}
+    if len(shapes) != 1 or not all(rules.rule(n).param or rules.rule(n).elementwise
+                                   or (rules.rule(n).constant and n.shape == ()) for n in nodes):
+        return None
+    size = math.prod(next(iter(shapes)))
+
+    def flat(node, children):
+        if rules.rule(node).param:
+            return ex.Param(node.name, (size,) if node.shape else (), node.constraint)
+        if not node.children:
+            return node
+        out = ex.with_children(node, children)
+        out.shape = (size,) if node.shape else ()
+        return out
+    memo = {}
+    return term._replace(value=rules.fold(term.value, flat, memo),
+                         args=tuple(rules.fold(a, flat, memo) for a in term.args))
 
 
 def workspace_sizes(layout, gradient):
@@ -218,7 +259,7 @@ def generate_cuda_source(model, layout):
     kernels have no disk cache for a shared source to hit.
     """
     _check(model)
-    layout = layout.compiled_in()
+    model, layout = _flat_elementwise(model), layout.compiled_in()
     out = engine.header(model, layout, "CUDA kernels of a model", ("from numba import cuda",),
                         ("from logdens.cuda_device import THREADS, block_add, total",))
     needed = {}

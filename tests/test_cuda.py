@@ -117,6 +117,19 @@ def test_multivariate_terms_and_linear_algebra_are_refused_by_name():
         m.compile(backend="cuda")
 
 
+def test_priors_over_matrices_are_vector_terms_on_the_gpu():
+    """A term elementwise over one matrix (a weight prior) is lowered flattened,
+    its elements spread over the point's threads; the network's likelihood
+    keeps the lowering of values with shape, a row per thread."""
+    from logdens import engine
+    from logdens.cuda_source import generate_cuda_source
+    m, _ = cuda_checks.mlp()
+    source = generate_cuda_source(*engine.lower(m.snapshot()))
+    assert "# term 'W1': W1 ~ Normal(0.0, 1.0)" in source
+    assert re.search(r"for i\d+ in range\(row0, 12, rows_step\)", source)
+    assert "# term 'Y' (values with shape)" in source
+
+
 def test_running_sums_are_refused():
     m = ld.Model()
     z = m.param("z", shape=4)
