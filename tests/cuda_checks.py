@@ -175,13 +175,28 @@ def row_gather():
     return m, RNG.normal(scale=0.5, size=10 + 2 + 2 * group.size)
 
 
+def shaped_misc():
+    """A density's ``logpdf`` inside a term with shape, ``where`` on a condition
+    on data, a row and an element of parameters, ``sigmoid`` and ``sin``."""
+    X, Z = RNG.normal(size=(N, 3)), RNG.normal(size=(N, 2))
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 2))
+    v = m.param("v", ld.Normal(0, 1), shape=2)
+    s = m.param("s", ld.HalfNormal(1))
+    z = m.data("Z", Z)
+    rows = ld.sigmoid(m.data("X", X) @ W) * v + ld.sin(W[1])
+    rows = ld.where(z > 0.0, rows, 0.5 * rows)
+    m.potential("lik", ld.sum(ld.Normal(rows, s).logpdf(z) + v[0], axis=1), observed=True)
+    return m, RNG.normal(scale=0.5, size=6 + 2 + 1)
+
+
 CASES = {
     "poisson": _engine(poisson), "normal": _engine(normal), "potential": _engine(potential),
     "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
     "hierarchical": _engine(hierarchical, groups=5), "transforms": transforms,
     "repeated_indices": repeated_indices, "reductions": reductions, "scalars": scalars,
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
-    "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather,
+    "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather, "shaped_misc": shaped_misc,
 }
 
 
