@@ -74,13 +74,16 @@ class Workspaces:
     def lines(self):
         """The allocations: ``np.empty``, filled where used (``np.zeros`` compiled
         0.1 s slower in a model with two such arrays)."""
-        return [f"{name} = np.empty({shape[0] if len(shape) == 1 else '(' + ', '.join(map(str, shape)) + ')'})"
-                for name, shape in self.shapes.items()]
+        return [f"{name} = np.empty({_shape_code(shape)})" for name, shape in self.shapes.items()]
 
     def local_lines(self):
         """The allocations on a GPU thread: local arrays, of compile-time shapes."""
-        return [f"{name} = cuda.local.array({shape[0] if len(shape) == 1 else tuple(shape)}, numba.float64)"
-                for name, shape in self.shapes.items()]
+        return [f"{name} = cuda.local.array({_shape_code(shape)}, numba.float64)" for name, shape in self.shapes.items()]
+
+
+def _shape_code(shape):
+    """Code of an array shape: its one extent, or a tuple of them."""
+    return str(shape[0]) if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
 
 
 def plus(*terms):

@@ -1244,7 +1244,7 @@ class ShapedTerm:
             loop = [f"for b0 in range(0, {n_rows}, {BLOCK}):"]
             block = [f"b1 = min(b0 + {BLOCK}, {n_rows})", "nb = b1 - b0"]
         if self.gradient:
-            block += [self._fill(self.info[id(n)].adjoint, "1.0" if n is self.root else "0.0", True)
+            block += [f"{self.info[id(n)].adjoint}[:nb] = {'1.0' if n is self.root else '0.0'}"
                       for n in rowed if self.info[id(n)].adjoint is not None
                       and id(n) not in self.assigned | self.shared]
         block += [line for n in rowed for line in self._forward(n)] + self._accumulate()
@@ -1278,11 +1278,6 @@ class ShapedTerm:
         """``lines`` run by a GPU thread only if it has rows (its whole values and
         their sweep are work and atomic adds for nothing otherwise)."""
         return [f"if row0 < {n_rows}:"] + indent(lines) if self.thread else lines
-
-    def _fill(self, buffer, value, rowed):
-        """The line setting every entry of ``buffer`` to ``value`` (a block buffer's
-        first ``nb`` rows when ``rowed``)."""
-        return f"{buffer}[:nb] = {value}" if rowed else f"{buffer}[:] = {value}"
 
     def _flat_views(self):
         """Lines binding the flat views of block buffers (``f<buffer>``), once per term."""
@@ -1324,7 +1319,7 @@ class ShapedTerm:
     def _zero_adjoints(self, nodes):
         """Lines zeroing the adjoints of ``nodes`` that own their buffer (not a view
         of the gradient, not shared with another's); the root's set to 1."""
-        return [self._fill(self.info[id(n)].adjoint, "1.0" if n is self.root else "0.0", False) for n in nodes
+        return [f"{self.info[id(n)].adjoint}[:] = {'1.0' if n is self.root else '0.0'}" for n in nodes
                 if self.info[id(n)].adjoint is not None and not self.info[id(n)].in_place
                 and id(n) not in self.shared]
 
@@ -1386,9 +1381,9 @@ def thread_unsupported(term):
         return f"{term.dist.spec.name} (a multivariate density)"
     for root in term.args:
         for node in ex.nodes(root):
-            spec = _rule(node).kernel_spec(node)
             if _rule(node).constant:
                 continue
+            spec = _rule(node).kernel_spec(node)
             if _kind(node) not in THREAD_KINDS or (spec is not None and spec.multivariate):
                 return node.label()
     return None

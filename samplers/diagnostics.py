@@ -86,7 +86,7 @@ def _rank_normalize(x):
     n = rows.shape[1]
     scores = ndtri((np.arange(1.0, n + 1) - 3.0 / 8.0) / (n + 0.25))  # by rank: no ndtri per draw
     out = np.empty_like(rows)
-    workers = min(os.cpu_count() or 1, rows.shape[0], max(rows.size // (THREADED_RANKS // 4), 1))
+    workers = min(os.cpu_count() or 1, rows.shape[0])
     if workers < 2 or rows.size < THREADED_RANKS:
         _normal_scores(rows, scores, out)
     else:
