@@ -92,26 +92,31 @@ def jax_functions(density, X, Y):
             lambda t: fisher(t, x, y).block_until_ready())
 
 
-def row(n, rng, budget):
-    """Seconds per call of each contender at ``n`` rows."""
+def row(n, rng, budget, rounds=5):
+    """Seconds per call of each contender at ``n`` rows: the median of ``rounds``
+    rounds, each timing every contender in turn, so that a change of load on
+    a shared machine reaches all of them."""
     density, X, Y, theta = build(n, rng)
     grad, rows = np.empty(density.dim), np.empty((n, density.dim))
     _, want = density.log_density_gradient(theta)
     want_rows = density.per_sample_gradient(theta, "Y")
-    times = {"value+grad": median_time(lambda: density.log_density_gradient(theta, out=grad), budget),
-             "per-sample": median_time(lambda: density.per_sample_gradient(theta, "Y", out=rows), budget),
-             "fisher": median_time(lambda: density.empirical_fisher(theta, "Y"), budget)}
-    calls = jax_functions(density, X, Y)
-    if calls is not None:
+    calls = {"value+grad": lambda: density.log_density_gradient(theta, out=grad),
+             "per-sample": lambda: density.per_sample_gradient(theta, "Y", out=rows),
+             "fisher": lambda: density.empirical_fisher(theta, "Y")}
+    jax = jax_functions(density, X, Y)
+    if jax is not None:
         import jax.numpy as jnp
         t = jnp.asarray(theta)
-        np.testing.assert_allclose(np.asarray(calls[0](t)), want, rtol=1e-8, atol=1e-8)
-        np.testing.assert_allclose(np.asarray(calls[1](t)), want_rows, rtol=1e-8, atol=1e-8)
-        np.testing.assert_allclose(np.asarray(calls[2](t)), want_rows.T @ want_rows, rtol=1e-8, atol=1e-6)
-        times["jax value+grad"] = median_time(lambda: calls[0](t), budget)
-        times["jax per-sample"] = median_time(lambda: calls[1](t), budget)
-        times["jax fisher"] = median_time(lambda: calls[2](t), budget)
-    return times
+        np.testing.assert_allclose(np.asarray(jax[0](t)), want, rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(np.asarray(jax[1](t)), want_rows, rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(np.asarray(jax[2](t)), want_rows.T @ want_rows, rtol=1e-8, atol=1e-6)
+        calls.update({"jax value+grad": lambda: jax[0](t), "jax per-sample": lambda: jax[1](t),
+                      "jax fisher": lambda: jax[2](t)})
+    samples = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            samples[name].append(median_time(call, budget / rounds))
+    return {name: float(np.median(times)) for name, times in samples.items()}
 
 
 def main():

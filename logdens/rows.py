@@ -18,11 +18,21 @@ of a row can hold the same column (``a[g[i]]`` and ``a[h[i]]`` when
 
 from logdens import rules
 from logdens.cpu_blocks import BLOCK
-from logdens.lines import plus
+from logdens.lines import indent, plus
 from logdens.targets import OWN_ROW
 
 #: Rows gathered for each product of ``FisherRows``: a multiple of ``BLOCK``.
 FISHER_ROWS = 8 * BLOCK
+
+#: Entries of ``out`` above which ``DenseRows`` zeroes every row whole before
+#: writing it, even where it then assigns (8 MiB). A store into a line that is
+#: not in cache reads the line first, unless the store fills it as zeroing
+#: does: once the rows no longer stay in the last-level cache between calls,
+#: a row zeroed whole and then assigned is faster; while they do, the
+#: zeroing is a pass too many. The benchmark network's rows on a 32 MiB-L3
+#: EPYC: assigned alone 0.84x the time at 256 rows (3.6 MB), 0.95x at 512,
+#: 1.41x at 1024 (14 MB), 1.42x at 4096.
+ROWS_IN_CACHE = 1 << 20
 
 
 def _index(e, rows):
@@ -63,8 +73,16 @@ class DenseRows:
     def event_reverse(self, p, row, rows):
         return [p.transform.reverse_code(p.offset_code, p.ident, f"out[{rows.plate(row)}]", "0.0")]
 
-    def zero_row(self, row):
-        return [f"out[{row}, :] = 0.0"]
+    def zero_row(self, row, once=()):
+        """Lines zeroing row ``row``, except the columns of the parameters in ``once``
+        (assigned, see ``zero_block``) unless ``out`` is too large to stay in
+        cache (``ROWS_IN_CACHE``)."""
+        whole = [f"out[{row}, :] = 0.0"]
+        spans = [f"out[{row}, {a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in once)]
+        if not once:
+            return whole
+        return [f"if out.size > {ROWS_IN_CACHE}:  # see rows.ROWS_IN_CACHE"] + indent(whole) + (
+            ["else:"] + indent(spans) if spans else [])
 
     def row_slice(self, p, row):
         """Code of parameter ``p``'s entries in row ``row``: a contiguous view."""
@@ -87,7 +105,7 @@ class GridRows(DenseRows):
     def zero(self):
         return []
 
-    def zero_row(self, row):
+    def zero_row(self, row, once=()):
         return []
 
 
@@ -106,8 +124,8 @@ class FisherRows(DenseRows):
     def __call__(self, e, row, rows):
         return f"rows[{rows.plate(row)}, {_column(e, rows)}]"
 
-    def zero_row(self, row):
-        return [f"rows[{row}, :] = 0.0"]
+    def zero_row(self, row, once=()):
+        return [f"rows[{row}, {a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in once)]
 
     def row_slice(self, p, row):
         return f"rows[{row}, {p.offset_code}:{p.end_code}]"
@@ -165,8 +183,8 @@ class SparseRows:
     def zero(self):
         return ["vals[:, :] = 0.0"]
 
-    def zero_row(self, row):
-        return [f"vals[{row}, :] = 0.0"]
+    def zero_row(self, row, once=()):
+        return [] if self._assigned(once) else [f"vals[{row}, :] = 0.0"]
 
     def row_slice(self, p, row):
         """Code of the slots of fixed parameter ``p`` in row ``row``: a contiguous view."""
@@ -178,8 +196,12 @@ class SparseRows:
         of a parameter in ``once``; element slots never are): whole rows, as
         one contiguous store, even when only some slots need it (hierarchical
         Poisson: 150 against 185 us zeroing one slot)."""
-        assigned = all(name in once for name in self.fixed) and not self.elements
-        return [] if assigned else ["vals[b0:b1, :] = 0.0"]
+        return [] if self._assigned(once) else ["vals[b0:b1, :] = 0.0"]
+
+    def _assigned(self, once):
+        """Whether every slot is assigned: a fixed slot of a parameter in ``once``
+        (element slots never are)."""
+        return all(name in once for name in self.fixed) and not self.elements
 
     def event_reverse(self, p, row, rows):
         """An event transform's reverse sweep writes at the parameter's own columns:

@@ -39,6 +39,7 @@ from logdens.cpu_blocks import BLOCK
 from logdens.expr import ModelError
 from logdens.layout import module_alias
 from logdens.lines import indent, literal
+from logdens.opaque import loop_bound
 from logdens.ops import OPS
 from logdens.targets import Rows, entry
 
@@ -1005,7 +1006,8 @@ class ShapedTerm:
                 k = left.shape[1]
                 m = right.shape[1] if right.ndim == 2 else 1
                 if fixed_row or self.thread:  # one row (a GPU thread's block is one row)
-                    lines += self._rows([f"for j in range({k}):", f"    for q in range({m}):",
+                    inner = m if self.thread else loop_bound(m)
+                    lines += self._rows([f"for j in range({k}):", f"    for q in range({inner}):",
                                          f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * "
                                          f"{info.adjoint}[r, q]"], True, fixed_row)
                 elif right.ndim == 2:
@@ -1258,15 +1260,13 @@ class ShapedTerm:
         if not self.per_row:
             return head + self._threads(n_rows, forward_whole + self._views(whole, None) + zero_whole
                                         + self._flat_views() + loop + indent(block) + self._whole_sweep(whole, None))
-        # each row zeroed just before it is written: it stays in cache (a block's rows,
-        # zeroed at once, can outgrow it)
+        # each row zeroed just before it is written, where it is not assigned: it
+        # stays in cache (a block's rows, zeroed at once, can outgrow it)
         target = self.low.target
         row = target.row
-        # The row is zeroed whole even where it is then assigned: one contiguous store
-        # (out of cache, assignments alone read every line first; 4096 rows of
-        # the benchmark network: 17 against 8.9 ms).
         self.row_assigned = self._row_assigned()
-        per_row = target.zero_row(row) + self._views(whole, row) + zero_whole + self._event_zero()
+        once = {n.name for n in self.order if id(n) in self.row_assigned}
+        per_row = target.zero_row(row, once) + self._views(whole, row) + zero_whole + self._event_zero()
         for n in reversed(rowed):
             per_row += self._contributions(n, False, fixed_row=True)
         per_row += self._whole_sweep(whole, row) + self._row_columns(row)

@@ -33,7 +33,8 @@ def check_gradient(density, theta, rng, n_directions=3, rtol=1e-6, **flags):
 
 
 def per_sample_rows(density, theta, name):
-    """Dense per-sample rows of term ``name``, checked equal to the sparse ones.
+    """Dense per-sample rows of term ``name``, checked equal to the sparse ones and
+    to rows written into a buffer of NaNs.
 
     Both run the same arithmetic in the same order, except for a column held
     by two slots (``w[idx] - w[idx]``): the dense row adds both contributions
@@ -42,6 +43,8 @@ def per_sample_rows(density, theta, name):
     largest entry.
     """
     rows = density.per_sample_gradient(theta, name)
+    stale = np.full(rows.shape, np.nan)  # every entry is written: none is left from before
+    np.testing.assert_array_equal(density.per_sample_gradient(theta, name, out=stale), rows)
     sparse = density.per_sample_gradient(theta, name, sparse=True)
     assert sparse.shape == rows.shape
     atol = 1e-13 * np.max(np.abs(rows), initial=0.0)

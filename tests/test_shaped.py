@@ -134,6 +134,26 @@ def test_mlp_new_rows_reuse_the_compiled_module():
         density.set_data(X=rng.normal(size=(7, D + 1)))
 
 
+def test_per_sample_rows_of_a_weight_read_twice_and_of_an_unread_parameter():
+    """Rows are assigned only where one contribution covers a parameter: a weight
+    read by two products gets both, and a parameter the term never reads gets
+    0 (the rows are written into NaNs by ``per_sample_rows``)."""
+    rng = np.random.default_rng(11)
+    X, Y = rng.normal(size=(20, D)), rng.normal(size=(20, H))
+    m = ld.Model()
+    x = m.data("X", X)
+    W = m.param("W", ld.Normal(0, 1), shape=(D, H))
+    V = m.param("V", ld.Normal(0, 1), shape=(H, H))
+    m.param("z", ld.Normal(0, 1), shape=3)
+    h = ld.tanh((2.0 * x) @ W) + x @ W
+    m.observe("Y", ld.Normal(h @ V, 1.5), Y)
+    density, theta = check_model(m, rng, per_sample=("Y",))
+    rows = density.per_sample_gradient(theta, "Y")
+    z = density.layout.params["z"]
+    assert np.all(rows[:, z.offset:z.offset + z.size] == 0.0)
+    assert np.all(np.abs(rows[:, :D * H]).sum(axis=1) > 0)
+
+
 def test_per_sample_out_is_checked():
     rng = np.random.default_rng(4)
     density = mlp_model(rng.normal(size=(5, D)), rng.normal(size=(5, K))).compile()
