@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from . import vmath
 from .jit import jitable
 from .special import logmxp1
 
@@ -121,14 +122,22 @@ def normal(state):
 def fill_normal(state, out):
     """Fill ``out`` with independent standard normal draws.
 
-    Box-Muller pairs: both outputs of each pair of uniforms are used.
+    Box-Muller pairs, both outputs of each pair of uniforms used, in two
+    passes: the uniforms first (the generator is sequential), then one loop
+    that turns the pair at ``i`` and ``half + i`` into two draws with
+    ``vmath``'s ``log`` and ``sin_cos_turns``: no libm calls, so it
+    vectorizes. 4x faster than a pair at a time with ``math``'s ``log``,
+    ``cos`` and ``sin`` (a sampler's momenta; RESULTS.md, session 16).
     """
     n = out.shape[0]
-    for i in range(0, n - 1, 2):
-        radius = math.sqrt(-2.0 * math.log(1.0 - uniform(state)))
-        angle = 2.0 * math.pi * uniform(state)
-        out[i] = radius * math.cos(angle)
-        out[i + 1] = radius * math.sin(angle)
+    half = n // 2
+    for i in range(2 * half):
+        out[i] = uniform(state)
+    for i in range(half):
+        radius = math.sqrt(-2.0 * vmath.log(1.0 - out[i]))  # 1 - u in (0, 1]: the log is finite
+        sin_a, cos_a = vmath.sin_cos_turns(out[half + i])
+        out[i] = radius * cos_a
+        out[half + i] = radius * sin_a
     if n % 2 == 1:
         out[n - 1] = normal(state)
 

@@ -7,9 +7,9 @@ The generator has one implementation, in ``distributions.random`` (it is
 also what the distributions' ``rvs`` draw from); here its functions are
 wrapped as sampler helpers (``samplers._jit.compiled``: no Python wrappers
 inside the compiled runner, a compiled twin when called from Python).
-Note that the runner's disk-cache key hashes this package's sources only
-(``samplers._cache``): an edit of ``distributions/random.py`` is not seen by
-a cached runner.
+The runner's disk-cache key hashes the distributions' sources too
+(``samplers._cache``), so an edit of ``distributions/random.py`` compiles it
+anew.
 """
 
 from ..distributions import random as _random

@@ -29,3 +29,17 @@ def test_uniform_and_normal_laws():
     z = np.empty(20000)
     fill_normal(state, z)
     assert stats.kstest(z, "norm").pvalue > 1e-3
+
+
+def test_fill_normal_pairs_are_independent_and_odd_lengths_filled():
+    """Each Box-Muller pair lands at ``i`` and ``n // 2 + i``: the two halves are
+    uncorrelated, and so are their squares (a pair shares its radius); an odd
+    length draws its last entry alone."""
+    state = make_state(5, 2)
+    z = np.full(40001, np.nan)
+    fill_normal(state, z)
+    assert np.isfinite(z).all()
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    first, second = z[:20000], z[20000:40000]
+    assert abs(np.corrcoef(first, second)[0, 1]) < 0.03  # 4.2 standard errors of 1/sqrt(20000)
+    assert abs(np.corrcoef(first ** 2, second ** 2)[0, 1]) < 0.03

@@ -118,4 +118,7 @@ def test_iterative_equals_recursive(target, eps, max_depth):
         np.testing.assert_array_equal(rng_a, rng_b)  # same number of draws
         seen_depths.add(info.depth)
         seen_div |= info.diverging
-    assert len(seen_depths) >= 2 or eps >= 6.0
+    # Both ends of the range reach one depth for almost every start: the largest
+    # step diverges at once, and 8 steps of 0.05 (0.4 time units) rarely U-turn,
+    # so the depth limit 3 is what stops them (in the funnel, all 40 starts).
+    assert len(seen_depths) >= 2 or eps >= 6.0 or (eps <= 0.05 and max_depth == 3)
