@@ -31,7 +31,7 @@ from bench_parallel import median_time  # noqa: E402
 
 
 def loop_over(fn):
-    @numba.njit(fastmath=FASTMATH, error_model="numpy")
+    @numba.njit(fastmath=set(FASTMATH), error_model="numpy")
     def loop(x, out):
         for i in range(x.size):
             out[i] = fn(x[i])
