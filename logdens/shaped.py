@@ -523,6 +523,11 @@ class ShapedTerm:
                 return _flat(s, names[len(event) - len(s):])
         return self._rows(header + indent(body("r", "t", index), depth), info.rowed, fixed_row)
 
+    def _inner(self, n):
+        """Code of the bound of a product's innermost loop, ``n`` iterations: hidden
+        from LLVM on the CPU (``logdens.opaque``); a number on a GPU thread."""
+        return str(n) if self.thread else loop_bound(n)
+
     def _rows(self, lines, rowed, fixed_row=False):
         """``lines`` in a loop over the block's rows ``r`` (a row-aligned node) unless
         ``fixed_row`` (``r`` is bound by the caller) or the node is whole."""
@@ -700,7 +705,7 @@ class ShapedTerm:
             if right.ndim == 2:
                 m = right.shape[1]
                 return [f"np.dot({li.value}[:nb], {self._whole(right)}.reshape(({k}, {m})), {info.value}[:nb])"]
-            return ["for r in range(nb):", "    acc = 0.0", f"    for j in range({k}):",
+            return ["for r in range(nb):", "    acc = 0.0", f"    for j in range({self._inner(k)}):",
                     f"        acc += {li.value}[r, j] * {self._whole(right)}[j]", f"    {info.value}[r, 0] = acc"]
         a, b = left.shape, right.shape
         n, k, m = (a[0] if len(a) == 2 else 1), a[-1], (b[1] if len(b) == 2 else 1)
@@ -1000,14 +1005,13 @@ class ShapedTerm:
                               "for r in range(nb):", f"    for j in range({k}):",
                               f"        {li.adjoint}[r, j] += {tmp}[r, j]"]
                 else:
-                    lines += ["for r in range(nb):", f"    for j in range({k}):",
+                    lines += ["for r in range(nb):", f"    for j in range({self._inner(k)}):",
                               f"        {li.adjoint}[r, j] {self._op(child)} {info.adjoint}[r, 0] * {ri.value}[j]"]
             elif li.rowed:  # A.T @ G into the whole right operand's adjoint
                 k = left.shape[1]
                 m = right.shape[1] if right.ndim == 2 else 1
                 if fixed_row or self.thread:  # one row (a GPU thread's block is one row)
-                    inner = m if self.thread else loop_bound(m)
-                    lines += self._rows([f"for j in range({k}):", f"    for q in range({inner}):",
+                    lines += self._rows([f"for j in range({k}):", f"    for q in range({self._inner(m)}):",
                                          f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * "
                                          f"{info.adjoint}[r, q]"], True, fixed_row)
                 elif right.ndim == 2:
