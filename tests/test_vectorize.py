@@ -260,3 +260,30 @@ def test_the_gradient_alone_drops_the_values_log(tmp_path):
     assert hallmarks(ir["gradient"]).get("div", 0) >= min_width
     assert {"log", "div"} <= set(hallmarks(ir["logp_grad"]))
     assert not re.search(r"= lshr [^\n]*\b52\b", ir["gradient"])
+
+
+def test_per_sample_outer_products_store_whole_vectors(tmp_path):
+    """A network's per-sample rows: each row's outer products (``h[r, j] * g[r, q]``
+    into the row) vectorize along the row, with plain vector stores, where
+    constant bounds had LLVM unroll the row's loop and vectorize the loop
+    around it with scatters (``logdens.opaque``; on AVX-512 hosts)."""
+    import importlib.util
+
+    rng = np.random.default_rng(1)
+    m = ld.Model()
+    W1, W2 = m.param("W1", ld.Normal(0, 1), shape=(4, 16)), m.param("W2", ld.Normal(0, 1), shape=(16, 8))
+    out = ld.tanh(m.data("X", rng.normal(size=(40, 4))) @ W1) @ W2
+    m.observe("Y", ld.Normal(out, 1.0), rng.normal(size=(40, 8)))
+    source = m.compile(backend="python").source().replace("cache=True", "cache=False")
+    path = tmp_path / "generated_rows.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("generated_rows", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    name = next(n for n in dir(module) if n.startswith("per_sample_Y") and "sparse" not in n)
+    rows = getattr(module, name)
+    rows.compile("(float64[::1], float64[::1], int64[::1], float64[:, ::1])")
+    body = vector_body(rows.inspect_llvm(rows.signatures[0]))
+    assert "masked.scatter" not in body
+    widths = [int(w) for w in re.findall(r"store <(\d+) x double>", body)]
+    assert widths and max(widths) >= _min_width(os.environ.get("NUMBA_CPU_NAME", "host"))
