@@ -518,17 +518,16 @@ class Lowering:
         return lines
 
     def length(self, node):
-        """Code for the plate length of a non-scalar node: a data array's run-time
-        length, a parameter's run-time length (``n_<ident>``), the plate of a
-        child read at the node's rows, or else (a parameter of fixed length, a
-        slice) the length the node was built with."""
-        if rules.rule(node).data:
-            return f"n_{self.layout.data_ident(node)}"
-        at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
-                  if access in rules.SAME_PLATE and c.shape != ()]
-        if rules.rule(node).param and self.layout.params[node.name].runtime:
-            return self.layout.params[node.name].size_code
-        return self.length(at_row[0]) if at_row else str(node.shape[0])
+        """Code for the plate length of a non-scalar node (see ``plate_source``): a
+        data array's run-time length, a parameter's run-time length
+        (``n_<ident>``), or else (a parameter of fixed length, a slice) the
+        length it was built with."""
+        source = plate_source(node)
+        if rules.rule(source).data:
+            return f"n_{self.layout.data_ident(source)}"
+        if rules.rule(source).param and self.layout.params[source.name].runtime:
+            return self.layout.params[source.name].size_code
+        return str(source.shape[0])
 
     # ----- terms --------------------------------------------------------
     def term(self, term, keep, mode):
@@ -806,6 +805,17 @@ class Lowering:
             return
         for j, (node, var) in enumerate(zip(term.args, self.term_args)):
             loop.reverse += self._push(node, var, f"{result}[{j + 1}]", loop)
+
+
+def plate_source(node):
+    """The node whose length is non-scalar ``node``'s plate: a data array or a
+    parameter itself, the plate source of a child read at the node's rows,
+    or else the node (its built length)."""
+    if rules.rule(node).data or rules.rule(node).param:
+        return node
+    at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
+              if access in rules.SAME_PLATE and c.shape != ()]
+    return plate_source(at_row[0]) if at_row else node
 
 
 def _rows_added(term):

@@ -41,14 +41,18 @@ Terms with values with shape (``logdens.shaped``) run a row per thread at a
 time, their buffers in local arrays. Not on this backend yet
 (``CudaUnsupported``): multivariate densities, linear algebra and scans in
 such terms (their kernels allocate or call BLAS), and running sums
-(``ld.cumsum``), whose workspaces have run-time lengths.
+(``ld.cumsum``) over rows of data, whose workspaces would have run-time
+lengths. Running sums of a parameter's length (a random walk's) are a
+local array of that length; like any reduction, the term that reads them
+runs on one thread per point (``splits_rows``), which sweeps their
+adjoints back after its rows.
 """
 
 import math
 
 from logdens import engine, rules
 from logdens import expr as ex
-from logdens.codegen import Lowering, splits_rows
+from logdens.codegen import Lowering, plate_source, splits_rows
 from logdens.lines import indent
 from logdens.rows import GridRows
 from logdens.shaped import thread_unsupported
@@ -71,9 +75,10 @@ def _check(model):
         node = thread_unsupported(term) if rules.shaped(term) else None
         if node is not None:
             raise CudaUnsupported(f"term {term.name!r}: {node} is not on the CUDA backend yet; use backend='cpu'")
-        if any(rules.PREFIX in rules.rule(n).reads(n) for a in term.args for n in ex.nodes(a)):
-            raise CudaUnsupported(f"term {term.name!r}: running sums (ld.cumsum) are not on the CUDA backend "
-                                  "yet; use backend='cpu'")
+        if any(rules.PREFIX in rules.rule(n).reads(n) and rules.rule(plate_source(n)).data
+               for a in term.args for n in ex.nodes(a)):
+            raise CudaUnsupported(f"term {term.name!r}: running sums (ld.cumsum) over rows of data are not on "
+                                  "the CUDA backend yet; use backend='cpu'")
 
 
 def _flat_elementwise(model):

@@ -67,6 +67,20 @@ def reductions():
     return m, RNG.normal(size=1 + N)
 
 
+def running_sums():
+    """A Gaussian random walk as running sums of a parameter, read at the rows, through
+    repeated indices and by element, and a scaled walk as a prior's location."""
+    g = RNG.integers(0, 6, N)
+    m = ld.Model()
+    z = m.param("z", ld.Normal(0, 1), shape=6)
+    tau = m.param("tau", ld.HalfNormal(1))
+    walk = ld.cumsum(z)
+    m.observe("y", ld.Normal(walk[m.data("g", g)] * tau, 1.0), RNG.normal(size=N))
+    m.observe("w", ld.Normal(walk + walk[2], 2.0), RNG.normal(size=6))
+    m.param("u", ld.Normal(0.5 * ld.cumsum(z), 1.0), shape=6)
+    return m, RNG.normal(size=13)
+
+
 def scalars():
     """No rows at all, and a kernel called inside an expression."""
     m = ld.Model()
@@ -194,7 +208,8 @@ CASES = {
     "poisson": _engine(poisson), "normal": _engine(normal), "potential": _engine(potential),
     "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
     "hierarchical": _engine(hierarchical, groups=5), "transforms": transforms,
-    "repeated_indices": repeated_indices, "reductions": reductions, "scalars": scalars,
+    "repeated_indices": repeated_indices, "reductions": reductions, "running_sums": running_sums,
+    "scalars": scalars,
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
     "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather, "shaped_misc": shaped_misc,
 }

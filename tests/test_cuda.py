@@ -130,11 +130,13 @@ def test_priors_over_matrices_are_vector_terms_on_the_gpu():
     assert "# term 'Y' (values with shape)" in source
 
 
-def test_running_sums_are_refused():
+def test_running_sums_over_rows_of_data_are_refused():
+    """Their workspace would have the data's run-time length; a parameter's
+    running sums are on the device (the ``running_sums`` case)."""
     m = ld.Model()
-    z = m.param("z", shape=4)
-    m.observe("y", ld.Normal(ld.cumsum(z), 1.0), np.zeros(4))
-    with pytest.raises(CudaUnsupported, match=r"term 'y': running sums \(ld.cumsum\)"):
+    x = m.data("x", np.ones(4))
+    m.observe("y", ld.Normal(ld.cumsum(m.param("a") * x), 1.0), np.zeros(4))
+    with pytest.raises(CudaUnsupported, match=r"term 'y': running sums \(ld.cumsum\) over rows of data"):
         m.compile(backend="cuda")
 
 
