@@ -846,8 +846,8 @@ class ShapedTerm:
     def _fwd_stack(self, node, info):
         self._whole_matrix(node)
         size = max(info.size // len(node.children), 1)
-        return [f"{info.value}[{k * size}:{(k + 1) * size}] = {self._flat_code(part)}"
-                for k, part in enumerate(node.children)]
+        return [line for k, part in enumerate(node.children)
+                for line in self._move((info.value, k), self._flat_slot(part), size)]
 
     def _gp_arguments(self, node):
         """The arguments of ``gp.cov_forward`` and ``gp.cov_reverse`` before K; with a
@@ -882,18 +882,44 @@ class ShapedTerm:
         time 0 (when ``previous`` has two entries, the first is a condition for
         that) or from ``previous``, the flat code of the carry before; each x_t
         bound; then the body."""
-        carry = self.info[id(node.carry)].value
+        carry, size = (self.info[id(node.carry)].value, None), max(math.prod(node.carry.shape), 1)
         if len(previous) == 2:
             first, before = previous
-            lines = [f"if {first}:", f"    {carry}[:] = {self._flat_code(node.children[0])}", "else:",
-                     f"    {carry}[:] = {before}"]
+            lines = ([f"if {first}:"] + indent(self._move(carry, self._flat_slot(node.children[0]), size))
+                     + ["else:"] + indent(self._move(carry, before, size)))
         else:
-            lines = [f"{carry}[:] = {previous[0]}"]
+            lines = self._move(carry, previous[0], size)
         for placeholder, x in zip(node.inputs, node.children[1:1 + node.n_xs]):
             width = max(math.prod(placeholder.shape), 1)
-            lines.append(f"{self.info[id(placeholder)].value}[:] = "
-                         f"{self._whole(x)}[{time} * {width}:({time} + 1) * {width}]")
+            lines += self._move((self.info[id(placeholder)].value, None), (self._whole(x), time), width)
         return lines + [line for n in self.body[id(node)] for line in self._forward(n)]
+
+    def _flat_slot(self, node):
+        """A whole node's flat buffer as a slot (see ``_move``), or a constant's literal."""
+        return literal(node.value) if _rule(node).constant else (self._whole(node), None)
+
+    def _move(self, dst, src, size, op="="):
+        """Lines for ``dst op src``: slots ``(buffer, k)``, block ``k`` of ``size``
+        entries of a flat buffer (``k`` None: the whole buffer); ``src`` a slot or
+        a constant's literal. Slices on the CPU; a loop on a GPU thread, where
+        numba-cuda copies between arrays through its runtime (kernels have none)."""
+        def block(slot):
+            buffer, k = slot
+            if k is None:
+                return f"{buffer}[:]"
+            return (f"{buffer}[{k * size}:{(k + 1) * size}]" if isinstance(k, int)
+                    else f"{buffer}[{k} * {size}:({k} + 1) * {size}]")
+
+        def entry(slot):
+            buffer, k = slot
+            if k is None:
+                return f"{buffer}[e]"
+            return f"{buffer}[{k * size} + e]" if isinstance(k, int) else f"{buffer}[{k} * {size} + e]"
+
+        if not self.thread:
+            code = src if isinstance(src, str) else (src[0] if src[1] is None else block(src))
+            return [f"{block(dst)} {op} {code}"]
+        return [f"for e in range({size}):", f"    {entry(dst)} {op} {src if isinstance(src, str) else entry(src)}"]
 
     def _scan_buffers(self, node, info):
         """``(stored carries, segment)`` of a scan that keeps its last
@@ -913,24 +939,20 @@ class ShapedTerm:
         store = []
         if outputs is not None:
             width = max(outputs.size // node.length, 1)
-            store.append(f"{outputs.value}[{time} * {width}:({time} + 1) * {width}] = {self._flat_code(node.y)}")
+            store += self._move((outputs.value, time), self._flat_slot(node.y), width)
         if node.keep == "all":
-            before = f"{info.value}[({time} - 1) * {size}:{time} * {size}]"
-            store.append(f"{info.value}[{time} * {size}:({time} + 1) * {size}] = {self._flat_code(node.next_carry)}")
+            before = (info.value, f"({time} - 1)")
+            store += self._move((info.value, time), self._flat_slot(node.next_carry), size)
             return [f"for {time} in range({node.length}):"] + indent(
                 self._scan_step(node, time, (f"{time} == 0", before)) + store)
-        step = self._scan_step(node, time, (f"{time} == 0", info.value))
+        step = self._scan_step(node, time, (f"{time} == 0", (info.value, None)))
         if info.adjoint is not None:  # the gradient's stored carries
             stored, _ = self._scan_buffers(node, info)
             every, carry = node.checkpoint, self.info[id(node.carry)].value
-            keep = [f"{stored}[({time} // {every}) * {size}:({time} // {every} + 1) * {size}] = {carry}"]
+            keep = self._move((stored, f"({time} // {every})"), (carry, None), size)
             step += keep if every == 1 else [f"if {time} % {every} == 0:"] + indent(keep)
-        store.append(f"{info.value}[:] = {self._flat_code(node.next_carry)}")
+        store += self._move((info.value, None), self._flat_slot(node.next_carry), size)
         return [f"for {time} in range({node.length}):"] + indent(step + store)
-
-    def _flat_code(self, node):
-        """A whole node's flat buffer, or a constant's literal."""
-        return literal(node.value) if _rule(node).constant else self._whole(node)
 
     # ----- reverse ------------------------------------------------------
     def _contributions(self, node, child_rowed, fixed_row=False):
@@ -1129,7 +1151,8 @@ class ShapedTerm:
 
     def _rev_stack(self, node, info, kids, fixed_row):
         size = max(info.size // len(node.children), 1)
-        return [f"{self.info[id(c)].adjoint} += {info.adjoint}[{j * size}:{(j + 1) * size}]" for j, c in kids]
+        return [line for j, c in kids for line in self._move((self.info[id(c)].adjoint, None), (info.adjoint, j),
+                                                             size, "+=")]
 
     def _rev_gp_cov(self, node, info, kids, fixed_row):
         """The scalar parameters' partials (a tuple, ``sg``) into their adjoints; a
@@ -1171,41 +1194,40 @@ class ShapedTerm:
         next_carry = self.info[id(node.next_carry)]
         if next_carry.adjoint is not None:
             if node.keep == "all":
-                seed.append(f"{next_carry.adjoint}[:] += {info.adjoint}[{time} * {size}:({time} + 1) * {size}]")
-            seed.append(f"{next_carry.adjoint}[:] += {carried}")
+                seed += self._move((next_carry.adjoint, None), (info.adjoint, time), size, "+=")
+            seed += self._move((next_carry.adjoint, None), (carried, None), size, "+=")
         outputs = self.scan_outputs.get(id(node))
         y = self.info[id(node.y)] if node.has_y else None
         if outputs is not None and outputs.adjoint is not None and y.adjoint is not None:
             width = max(outputs.size // node.length, 1)
-            seed.append(f"{y.adjoint}[:] += {outputs.adjoint}[{time} * {width}:({time} + 1) * {width}]")
+            seed += self._move((y.adjoint, None), (outputs.adjoint, time), width, "+=")
         sweep = [line for b in reversed(body) for line in self._contributions(b, False)]
         carry = self.info[id(node.carry)]
-        passed = [f"{carried}[:] = {carry.adjoint}"]
+        passed = self._move((carried, None), (carry.adjoint, None), size)
         for placeholder, x in zip(node.inputs, node.children[1:1 + node.n_xs]):
             xi, width = self.info[id(x)], max(math.prod(placeholder.shape), 1)
             if xi.adjoint is not None:
-                passed.append(f"{xi.adjoint}[{time} * {width}:({time} + 1) * {width}] += "
-                              f"{self.info[id(placeholder)].adjoint}")
+                passed += self._move((xi.adjoint, time), (self.info[id(placeholder)].adjoint, None), width, "+=")
         init = self.info[id(node.children[0])]
-        last = [f"{init.adjoint} += {carried}"] if init.adjoint is not None else []
+        last = self._move((init.adjoint, None), (carried, None), size, "+=") if init.adjoint is not None else []
         back = zero + seed + sweep + passed
         if node.keep == "all":
-            before = (f"{time} == 0", f"{info.value}[({time} - 1) * {size}:{time} * {size}]")
+            before = (f"{time} == 0", (info.value, f"({time} - 1)"))
             step = self._scan_step(node, time, before) + back
-            return ([f"{carried}[:] = 0.0", f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step)
-                    + last)
+            return (self._move((carried, None), "0.0", size)
+                    + [f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step) + last)
         stored, segment = self._scan_buffers(node, info)
-        start = [f"{carried}[:] = {info.adjoint}"]
+        start = self._move((carried, None), (info.adjoint, None), size)
         if segment is None:  # every carry stored
-            step = self._scan_step(node, time, (f"{stored}[{time} * {size}:({time} + 1) * {size}]",)) + back
+            step = self._scan_step(node, time, ((stored, time),)) + back
             return start + [f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step) + last
         every, k = node.checkpoint, f"k{n}"
         local = f"({time} - {k} * {every})"
-        here = (f"{segment}[{local} * {size}:({local} + 1) * {size}]",)
-        recompute = self._scan_step(node, time, here) + [
-            f"{segment}[({local} + 1) * {size}:({local} + 2) * {size}] = {self._flat_code(node.next_carry)}"]
+        here = ((segment, local),)
+        recompute = self._scan_step(node, time, here) + self._move(
+            (segment, f"({local} + 1)"), self._flat_slot(node.next_carry), size)
         segment_loop = [
-            f"{segment}[:{size}] = {stored}[{k} * {size}:({k} + 1) * {size}]",
+            *self._move((segment, "0"), (stored, k), size),
             f"for {time} in range({k} * {every}, min(({k} + 1) * {every}, {node.length}) - 1):",
             *indent(recompute),
             f"for {time} in range(min(({k} + 1) * {every}, {node.length}) - 1, {k} * {every} - 1, -1):",
@@ -1373,9 +1395,9 @@ KINDS = {
 }
 
 #: The kinds a GPU thread lowers (``thread``); the others call CPU kernels that
-#: allocate or call BLAS (multivariate densities, linear algebra, scans).
+#: allocate or call BLAS (multivariate densities, linear algebra).
 THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "take",
-                "element", "slice", "sum", "gather", "rows_of"}
+                "element", "slice", "sum", "gather", "rows_of", "placeholder", "scan", "scan_outputs", "stack"}
 
 
 def thread_unsupported(term):

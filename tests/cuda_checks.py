@@ -81,6 +81,31 @@ def running_sums():
     return m, RNG.normal(size=13)
 
 
+def scans():
+    """Scans in terms with shape: GARCH(1,1)'s variances (the last carry kept and
+    stored every step for the gradient, data read whole), a vector carry with
+    outputs and every carry kept, a last carry checkpointed every 3 steps; and
+    a stack of whole values."""
+    T = 10
+    r = RNG.normal(size=T)
+    m = ld.Model()
+    omega = m.param("omega", ld.HalfNormal(1))
+    a1 = m.param("a1", ld.Uniform(0, 1))
+    b1 = m.param("b1", ld.Uniform(0, 1 - a1))
+    previous = m.data("r_previous", np.concatenate([[0.0], r[:-1]]))
+    sigma2 = ld.scan(lambda s, rp: omega + a1 * rp * rp + b1 * s, float(np.var(r)), previous)
+    m.observe("r", ld.Normal(0.0, ld.sqrt(sigma2)), r)
+    rho = m.param("rho", ld.Normal(0, 0.3), shape=2)
+    states, outputs = ld.scan(lambda c, x: (rho * c + x, ld.sum(c * c)), np.zeros(2) + 0.5,
+                              m.data("shocks", RNG.normal(size=(T, 2))))
+    m.observe("s", ld.Normal(states, 1.0), RNG.normal(size=(T, 2)))
+    m.potential("energy", -0.01 * ld.sum(outputs))
+    last = ld.scan(lambda c, _: 0.9 * c + omega, 0.0, length=T, keep="last", checkpoint=3)
+    m.observe("z", ld.Normal(last, 1.0), np.array(1.0))
+    m.potential("stacked", -0.5 * ld.sum(ld.square(ld.stack([rho * omega, rho + 1.0, ld.exp(rho)]))))
+    return m, RNG.normal(size=5) * 0.3
+
+
 def scalars():
     """No rows at all, and a kernel called inside an expression."""
     m = ld.Model()
@@ -208,7 +233,7 @@ CASES = {
     "poisson": _engine(poisson), "normal": _engine(normal), "potential": _engine(potential),
     "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
     "hierarchical": _engine(hierarchical, groups=5), "transforms": transforms,
-    "repeated_indices": repeated_indices, "reductions": reductions, "running_sums": running_sums,
+    "repeated_indices": repeated_indices, "reductions": reductions, "running_sums": running_sums, "scans": scans,
     "scalars": scalars,
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
     "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather, "shaped_misc": shaped_misc,
