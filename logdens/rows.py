@@ -77,12 +77,15 @@ class DenseRows:
         """Lines zeroing row ``row``, except the columns of the parameters in ``once``
         (assigned, see ``zero_block``) unless ``out`` is too large to stay in
         cache (``ROWS_IN_CACHE``)."""
-        whole = [f"out[{row}, :] = 0.0"]
-        spans = [f"out[{row}, {a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in once)]
+        whole, spans = [f"out[{row}, :] = 0.0"], self._zero_spans("out", row, once)
         if not once:
             return whole
         return [f"if out.size > {ROWS_IN_CACHE}:  # see rows.ROWS_IN_CACHE"] + indent(whole) + (
             ["else:"] + indent(spans) if spans else [])
+
+    def _zero_spans(self, array, row, once):
+        """Lines zeroing row ``row`` of ``array`` but the columns of the parameters in ``once``."""
+        return [f"{array}[{row}, {a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in once)]
 
     def row_slice(self, p, row):
         """Code of parameter ``p``'s entries in row ``row``: a contiguous view."""
@@ -125,7 +128,7 @@ class FisherRows(DenseRows):
         return f"rows[{rows.plate(row)}, {_column(e, rows)}]"
 
     def zero_row(self, row, once=()):
-        return [f"rows[{row}, {a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in once)]
+        return self._zero_spans("rows", row, once)
 
     def row_slice(self, p, row):
         return f"rows[{row}, {p.offset_code}:{p.end_code}]"

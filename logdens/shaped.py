@@ -901,8 +901,9 @@ class ShapedTerm:
     def _move(self, dst, src, size, op="="):
         """Lines for ``dst op src``: slots ``(buffer, k)``, block ``k`` of ``size``
         entries of a flat buffer (``k`` None: the whole buffer); ``src`` a slot or
-        a constant's literal. Slices on the CPU; a loop on a GPU thread, where
-        numba-cuda copies between arrays through its runtime (kernels have none)."""
+        the code of a scalar (a constant's literal, an entry). Slices on the CPU;
+        a loop on a GPU thread, where numba-cuda copies between arrays through
+        its runtime (kernels have none)."""
         def block(slot):
             buffer, k = slot
             if k is None:
@@ -1102,9 +1103,7 @@ class ShapedTerm:
 
     def _rev_sum(self, node, info, kids, fixed_row):
         x = self.info[id(node.children[0])]
-        if self.thread:
-            return [f"for k in range({max(x.size, 1)}):", f"    {x.adjoint}[k] += {info.adjoint}[0]"]
-        return [f"{x.adjoint}[:] += {info.adjoint}[0]"]
+        return self._move((x.adjoint, None), f"{info.adjoint}[0]", max(x.size, 1), "+=")
 
     def _rev_gather(self, node, info, kids, fixed_row):
         source, index = node.children
