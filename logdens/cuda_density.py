@@ -110,6 +110,8 @@ class CudaLogDensity(LogDensity):
 
     #: Samplers of many chains (``chees``) use ``log_density_gradient_batch`` by default.
     batches_on_device = True
+    #: A GPU thread's buffers are local arrays of compile-time lengths.
+    fixed_whole_sizes = True
 
     def __init__(self, model, layout, module, source, kernels, kernel_source, dtype=np.float64):
         self._kernels, self._kernel_source = kernels, kernel_source

@@ -190,6 +190,10 @@ _WHOLE_CHECKS = {"cholesky_corr": _check_cholesky_corr, "cholesky_cov": _check_c
 class LogDensity:
     """A model compiled to fused kernels (see the module docstring for the protocol)."""
 
+    #: Whether data that terms with shape read whole keep their build shapes (the
+    #: code is written for them); on the CPU their rows are read at run time.
+    fixed_whole_sizes = False
+
     def __init__(self, model, layout, module, source, parallel=False, sort_rows=True):
         self.model, self.layout, self._module, self._source = model, layout, module, source
         self.dim = layout.dim
@@ -220,7 +224,7 @@ class LogDensity:
                                       f"{sorted(self.model.data_nodes)}")
         new = {**self._arrays, **{k: ex.frozen_array(v, f"set_data: data {k!r}") for k, v in arrays.items()}}
         validate.check_arrays(self.layout, self.model, {k: new[k] for k in arrays})
-        validate.check_terms(self.model, self.layout, new)
+        validate.check_terms(self.model, self.layout, new, fixed_whole=self.fixed_whole_sizes)
         coords = dimensions.new_coords(dimensions.names(self.model), self._coords, coords)
         dimensions.check_sizes(coords, dimensions.current_sizes(self.model, self.layout, new),
                                "; give its new coords: set_data(..., coords={{{dim!r}: values}})")

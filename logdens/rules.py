@@ -13,7 +13,7 @@ import numpy as np
 from scipy import special as sp
 
 from logdens import expr as ex
-from logdens import gp, linalg, scans
+from logdens import gp, linalg, scans, sizes
 from logdens.distributions import vectorize
 from logdens.distributions.frozen import _first_violation
 from logdens.expr import ModelError
@@ -82,6 +82,16 @@ class Rule:
         and ``shown(data_node)`` (its name in errors)."""
         raise NotImplementedError
 
+    def sized(self, node, below, walk):
+        """``node``'s shape when its children have shapes ``below``: ints, and
+        ``sizes.Size`` for lengths read at run time (``logdens.sizes``); where two
+        lengths must agree, ``walk.unify(a, b, node)``. By default its build
+        shape, which its children's lengths then keep."""
+        for child, shape in zip(node.children, below):
+            for built, n in zip(child.shape, shape):
+                walk.unify(n, built, node)
+        return node.shape
+
 
 class ParamRule(Rule):
     """A parameter: its constrained value."""
@@ -113,6 +123,9 @@ class DataRule(Rule):
                              f"built with shape {node.shape}, and only its first axis (the rows) may change")
         return len(array) if node.shape else None
 
+    def sized(self, node, below, walk):
+        return walk.data_shape(node)
+
 
 class ConstRule(Rule):
     """A scalar constant."""
@@ -140,6 +153,9 @@ class ElementwiseRule(Rule):
     def length(self, node, below, ctx):
         return agree(leading(node, below), ctx.where)
 
+    def sized(self, node, below, walk):
+        return sizes.broadcast(node, [(c.shape, s) for c, s in zip(node.children, below)], walk)
+
 
 class LogPdfRule(ElementwiseRule):
     """``dist.logpdf(x)``: the distribution's kernel at every row, all summands kept."""
@@ -150,6 +166,9 @@ class LogPdfRule(ElementwiseRule):
 
     def kernel_spec(self, node):
         return node.spec
+
+    def sized(self, node, below, walk):
+        return sizes.kernel_shape(node.spec, node, below, walk)[0]
 
 
 class GatherRule(Rule):
@@ -170,6 +189,9 @@ class GatherRule(Rule):
             raise ModelError(f"{ctx.where}: index {_first_violation(ctx.shown(index), idx, inside)} "
                              f"is out of bounds for {source.label()} of length {below[0]}")
         return len(idx)
+
+    def sized(self, node, below, walk):
+        return tuple(below[1]) + tuple(below[0][1:])
 
 
 class SliceRule(Rule):
@@ -224,6 +246,9 @@ class CumsumRule(Rule):
         return np.cumsum(args[0], axis=-1)
 
     def length(self, node, below, ctx):
+        return below[0]
+
+    def sized(self, node, below, walk):
         return below[0]
 
 
@@ -297,6 +322,11 @@ class MatMulRule(Rule):
     def length(self, node, below, ctx):
         return below[0] if node.children[0].ndim == 2 else (node.shape[0] if node.shape else None)
 
+    def sized(self, node, below, walk):
+        left, right = below
+        walk.unify(left[-1], right[0], node)
+        return tuple(left[:-1]) + tuple(right[1:])
+
 
 def lifted_each(node, args, batch):
     """Each child's value with a leading axis of draws (``batch``; data broadcast
@@ -331,6 +361,9 @@ class ReduceRule(Rule):
     def length(self, node, below, ctx):
         return below[0] if node.axis > 0 else (node.shape[0] if node.shape else None)
 
+    def sized(self, node, below, walk):
+        return tuple(n for k, n in enumerate(below[0]) if k != node.axis)
+
 
 class LogSoftmaxRule(Rule):
     """``ld.log_softmax(x)`` along the last axis."""
@@ -344,6 +377,9 @@ class LogSoftmaxRule(Rule):
         return sp.log_softmax(args[0], axis=-1)
 
     def length(self, node, below, ctx):
+        return below[0]
+
+    def sized(self, node, below, walk):
         return below[0]
 
 
@@ -361,6 +397,9 @@ class TransposeRule(Rule):
     def length(self, node, below, ctx):
         return node.shape[0]
 
+    def sized(self, node, below, walk):
+        return tuple(below[0][::-1])
+
 
 class TakeRule(Rule):
     """``x[i]``, ``x[:, j]`` of a matrix."""
@@ -377,6 +416,11 @@ class TakeRule(Rule):
 
     def length(self, node, below, ctx):
         return below[0] if node.axis > 0 else (node.shape[0] if node.shape else None)
+
+    def sized(self, node, below, walk):
+        """The axis it picks from keeps its length (the position is a number)."""
+        walk.unify(below[0][node.axis], node.children[0].shape[node.axis], node)
+        return tuple(n for k, n in enumerate(below[0]) if k != node.axis)
 
 
 class MatVecRule(Rule):
@@ -401,6 +445,10 @@ class MatVecRule(Rule):
                              f"{vector.label()} has length {vector.shape[0]}")
         return X.shape[0]
 
+    def sized(self, node, below, walk):
+        walk.unify(below[0][1], below[1][0], node)
+        return tuple(below[0][:1])
+
 
 class SumRule(Rule):
     """``ld.sum(x)``: a scalar over every element of its argument. ``adds_rows``:
@@ -419,6 +467,9 @@ class SumRule(Rule):
 
     def length(self, node, below, ctx):
         return None
+
+    def sized(self, node, below, walk):
+        return ()
 
 
 class LogSumExpRule(SumRule):
@@ -443,11 +494,15 @@ class _WholeMatrixRule(Rule):
         return (WHOLE,) * len(node.children)
 
     def length(self, node, below, ctx):
-        return node.shape[0] if node.shape else None  # a scalar (a scan's last carry)
+        return below[0]  # a square matrix of its first argument's rows
 
 
 class CholeskyRule(_WholeMatrixRule):
     """``ld.cholesky(S)`` from S's lower triangle; NaN where S is not positive definite."""
+
+    def sized(self, node, below, walk):
+        n = walk.unify(below[0][0], below[0][1], node)
+        return (n, n)
 
     def evaluate(self, node, args, values, batch):
         lower = np.tril(np.asarray(args[0], dtype=float))
@@ -471,9 +526,16 @@ class AddDiagRule(_WholeMatrixRule):
         value = np.asarray(value, dtype=float)
         if node.children[1].ndim == 0 and value.ndim == 1:  # one scalar per draw
             value = value[:, None]
-        n = node.shape[0]
+        n = out.shape[-1]
         out[..., np.arange(n), np.arange(n)] += value
         return out
+
+    def sized(self, node, below, walk):
+        (rows, columns), value = below
+        n = walk.unify(rows, columns, node)
+        for length in value:
+            n = walk.unify(n, length, node)
+        return (n, n)
 
 
 class SolveTriangularRule(_WholeMatrixRule):
@@ -488,6 +550,14 @@ class SolveTriangularRule(_WholeMatrixRule):
         out = np.linalg.solve(factor, rhs[..., None] if vector else rhs)
         return out[..., 0] if vector else out
 
+    def length(self, node, below, ctx):
+        return below[1]
+
+    def sized(self, node, below, walk):
+        (rows, columns), rhs = below
+        n = walk.unify(walk.unify(rows, columns, node), rhs[0], node)
+        return (n, *rhs[1:])
+
 
 class CholeskyLogDetRule(_WholeMatrixRule):
     """``ld.cholesky_logdet(L)``: a scalar."""
@@ -500,6 +570,10 @@ class CholeskyLogDetRule(_WholeMatrixRule):
     def length(self, node, below, ctx):
         return None
 
+    def sized(self, node, below, walk):
+        walk.unify(below[0][0], below[0][1], node)
+        return ()
+
 
 class StackRule(_WholeMatrixRule):
     """``ld.stack([a, b, ...])``."""
@@ -509,6 +583,15 @@ class StackRule(_WholeMatrixRule):
         if batch:  # scalars come as (n,), vectors as (n, *shape): stack after the draw axis
             return np.stack(parts, axis=1)
         return np.stack(parts)
+
+    def length(self, node, below, ctx):
+        return len(node.children)
+
+    def sized(self, node, below, walk):
+        shape = below[0]
+        for other in below[1:]:
+            shape = tuple(walk.unify(a, b, node) for a, b in zip(shape, other))
+        return (len(node.children), *shape)
 
 
 class GPCovRule(_WholeMatrixRule):
@@ -536,6 +619,12 @@ class GPCovRule(_WholeMatrixRule):
             k = ((1.0 + s) if node.name == "matern32" else (1.0 + s + s * s / 3.0)) * np.exp(-s)
         return alpha ** 2 * k
 
+    def sized(self, node, below, walk):
+        x, _, rho, *_ = below
+        if node.ard:
+            walk.unify(x[1], rho[0], node)
+        return (x[0], x[0])
+
 
 class PlaceholderRule(Rule):
     """The carry or an input inside a scan's body (``logdens.scans``): its value is
@@ -562,7 +651,8 @@ def _run_scan(scan, args, values, batch):
         value = np.reshape(np.asarray(value, dtype=float), lead + shape)
         return value.reshape(lead + (1,)) if batch and shape == () else value
     carry, carries, ys = bound(init, scan.carry.shape), [], []
-    for t in range(scan.length):
+    steps = np.shape(xs[0])[len(lead)] if xs else scan.length  # the data's rows may have changed
+    for t in range(steps):
         step = {**values, scan.carry.key: carry}
         for placeholder, x in zip(scan.inputs, xs):
             step[placeholder.key] = bound(np.asarray(x)[:, t] if batch else np.asarray(x)[t], placeholder.shape)
@@ -575,7 +665,20 @@ def _run_scan(scan, args, values, batch):
 
 
 class ScanRule(_WholeMatrixRule):
-    """``ld.scan``: the numpy loop (``_run_scan``)."""
+    """``ld.scan``: the numpy loop (``_run_scan``); as many steps as its sequences
+    have rows (``sizes.scan_length``)."""
+
+    def length(self, node, below, ctx):
+        if node.keep == "last":
+            return below[0]
+        return below[1] if node.n_xs else node.length
+
+    def sized(self, node, below, walk):
+        init, xs, next_carry = below[0], below[1:1 + node.n_xs], below[1 + node.n_xs]
+        for x in xs[1:]:
+            walk.unify(xs[0][0], x[0], node)
+        carry = tuple(walk.unify(a, b, node) for a, b in zip(init, next_carry))
+        return carry if node.keep == "last" else (sizes.scan_length(node, walk.shape), *carry)
 
     def evaluate(self, node, args, values, batch):
         carries = _run_scan(node, args, values, batch)[0]
@@ -586,6 +689,14 @@ class ScanRule(_WholeMatrixRule):
 
 class ScanOutputsRule(_WholeMatrixRule):
     """``ys`` of ``ld.scan``: the same loop, its outputs."""
+
+    def length(self, node, below, ctx):
+        scan = node.children[0]
+        return ctx.length(scan.children[1]) if scan.n_xs else scan.length
+
+    def sized(self, node, below, walk):
+        scan = node.children[0]
+        return (sizes.scan_length(scan, walk.shape), *walk.shape(scan.y))
 
     def evaluate(self, node, args, values, batch):
         from logdens.evaluate import evaluate
@@ -705,12 +816,13 @@ def shaped(term):
 
 
 def whole_data(term):
-    """The data nodes of ``term`` read whole, at the shape they were built with,
-    not as rows: every one when the term is one multivariate event or a whole
-    batch of them (its value a data event or a parameter expression: a
-    Gaussian process's inputs, a group-level predictor matrix), else those a
-    node reads whole below it (``Rule.whole_operands``) and a multivariate kernel's data
-    arguments that are one event (a data Cholesky factor)."""
+    """The data nodes of ``term`` read whole, not as rows (their rows are then a
+    run-time length of the term's buffers: ``logdens.sizes``): every one when
+    the term is one multivariate event or a whole batch of them (its value a
+    data event or a parameter expression: a Gaussian process's inputs, a
+    group-level predictor matrix), else those a node reads whole below it
+    (``Rule.whole_operands``) and a multivariate kernel's data arguments that
+    are one event (a data Cholesky factor)."""
     found = {}
     if term.dist is not None and term.dist.spec.multivariate:
         x, axes = term.args[0], term.dist.spec.events

@@ -6,8 +6,11 @@ here (``rules.shaped``); every other term by ``codegen.Lowering``.
 
 Every value of such a term is *row-aligned* (it depends on data that have
 rows: its first axis is the term's rows, read at run time, the rest its
-event, of compile-time shape) or *whole* (parameters, constants and what is
-computed from them alone). The term runs over blocks of ``BLOCK`` rows:
+event) or *whole* (parameters, constants, data read whole and what is
+computed from them). Lengths are numbers in the code, except those that come
+from the rows of named data read whole (a scan's series, a Gaussian process's
+inputs): those are read at run time (``logdens.sizes``), so new data of
+another length need no new compile. The term runs over blocks of ``BLOCK`` rows:
 each row-aligned value is a (BLOCK, event size) buffer filled for the
 block's rows, node by node, children first; each whole value is a flat
 buffer computed once per call before the blocks. Products of a block with
@@ -33,7 +36,7 @@ rows runs in the point's first thread.
 import math
 
 from logdens import expr as ex
-from logdens import gp, linalg, linalg_kernels, rules, validate
+from logdens import gp, linalg, linalg_kernels, rules, sizes, validate
 from logdens import scans as scan_nodes
 from logdens.cpu_blocks import BLOCK
 from logdens.expr import ModelError
@@ -44,18 +47,13 @@ from logdens.ops import OPS
 from logdens.targets import Rows, entry
 
 
-class _Kernel:
+class _Kernel(sizes.Kernel):
     """The term's distribution as a node: its log density at each element (the
     summands ``keep`` selects), with the kernel's partials kept for the sweep."""
 
     def __init__(self, term, keep, checked):
-        self.children, self.spec, self.keep, self.checked = term.args, term.dist.spec, keep, checked
-        self.shape = ex.kernel_plate(self.spec, term.args, lambda: f"term {term.name!r}")
-
-    ndim = property(lambda self: len(self.shape))
-
-    def label(self):
-        return f"{self.spec.name} kernel"
+        super().__init__(term)
+        self.keep, self.checked = keep, checked
 
     def depends_on_params(self):
         return any(c.depends_on_params() for c in self.children)
@@ -83,12 +81,13 @@ _NO_RULE = rules.Rule()
 
 
 class _Info:
-    """What the lowering knows of one node: row-aligned or whole, its event shape,
-    its value buffer, its adjoint buffer (None: no gradient through it)."""
+    """What the lowering knows of one node: row-aligned or whole, its event shape
+    (lengths read at run time are ``sizes.Size``), its size (at least 1), its
+    value buffer, its adjoint buffer (None: no gradient through it)."""
 
     def __init__(self, rowed, event, value, adjoint, in_place=False):
         self.rowed, self.event, self.value, self.adjoint = rowed, event, value, adjoint
-        self.size = math.prod(event)
+        self.size = sizes.extent(math.prod(event))
         self.in_place = in_place  # the adjoint is a view of gradient entries (``_adds_in_place``)
 
 
@@ -144,6 +143,7 @@ class ShapedTerm:
             self.root = _Kernel(term, keep, checked)
         self.data_views = set()  # value buffers that are views of a block of data rows
         self.event_data = set(rules.whole_data(term))  # data read whole, not as rows
+        self.walk = sizes.SizeWalk(self.where, self._data_shape)  # each node's shape (``logdens.sizes``)
         self.root = self._rows_of_wholes(self.root)
         self._visit(self.root)
         self.body = self._scan_bodies()
@@ -222,14 +222,30 @@ class ShapedTerm:
             return ex.with_children(node, children)
         return rules.fold(root, visit, rebuilt)
 
+    def _data_shape(self, node):
+        """A data node's shape, its rows read at run time (``n_<ident>``) where
+        ``sizes.runtime_rows``, except on a GPU thread, whose buffers are local
+        arrays of compile-time lengths."""
+        if self.thread or not sizes.runtime_rows(node):
+            return node.shape
+        rows = sizes.Size(f"n_{self.layout.data_ident(node)}", node.shape[0], node.label())
+        return (rows, *node.shape[1:])
+
+    def _shape(self, node):
+        """``node``'s shape, with its run-time lengths (``sizes.Size``)."""
+        return self.walk.shape(node)
+
     def _classify(self, node):
         kids = [self.info[id(c)] for c in node.children]
+        below = [self._shape(c) for c in node.children]
+        shape = below[0] if isinstance(node, _RowsOf) else self.walk.visit(node, below)
+        self.walk.shapes[id(node)] = shape
         if (_rule(node).data and node.ndim >= 1 and id(node) not in self.event_data) or isinstance(node, _RowsOf):
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
         else:
             rowed = any(k.rowed for k in kids)
-        event = node.shape[1:] if rowed else node.shape
+        event = shape[1:] if rowed else shape
         if _kind(node) == "event_kernel":
             self._check_events(node, kids, event)
         if rowed and node.ndim == 0:
@@ -246,7 +262,8 @@ class ShapedTerm:
                                  "than two axes are not supported")
             if not self.layout.data[self.layout.data_name(node)].as_value:
                 return _Info(rowed, event, None, None)  # an index only, read where used
-        shape = (self.block, max(math.prod(event), 1)) if rowed else (max(math.prod(event), 1),)
+        size = sizes.extent(math.prod(event))
+        shape = (self.block, size) if rowed else (size,)
         value = f"sv{n}"
         if self._data_view(node, rowed):
             self.data_views.add(value)
@@ -275,7 +292,7 @@ class ShapedTerm:
                              "multivariate term takes one event, one per row of data, or a vector of them")
         for child, kid, axes in zip(node.children, kids, node.spec.events):
             batch = child.ndim - len(axes)
-            if batch != (1 if kid.rowed else 0) and not (not rowed and batch == 1 and child.shape[0] == event[0]):
+            if batch != (1 if kid.rowed else 0) and not (not rowed and batch == 1 and child.shape[0] == node.shape[0]):
                 raise ModelError(f"{self.where}: {node.spec.name} argument {child.label()} has shape "
                                  f"{child.shape}; it must be one event ({len(axes)} axes) or one per row "
                                  "of the data")
@@ -315,7 +332,7 @@ class ShapedTerm:
                 self._event_partials(node)
             elif _calls_kernel(node):
                 info = self.info[id(node)]
-                shape = (self.block, max(info.size, 1)) if info.rowed else (max(info.size, 1),)
+                shape = (self.block, info.size) if info.rowed else (info.size,)
                 self.partials[id(node)] = {
                     j: self.low.workspaces.declare(f"sk{info.value[2:]}_{j}", *shape)
                     for j, c in enumerate(node.children) if self.info[id(c)].adjoint is not None}
@@ -375,9 +392,8 @@ class ShapedTerm:
             kid = self.info[id(child)]
             if kid.adjoint is None:
                 continue
-            size = max(kid.size, 1)
             per_row = kid.rowed or (self.per_row and info.rowed)
-            shape = (self.block, size) if per_row else (size,)
+            shape = (self.block, kid.size) if per_row else (kid.size,)
             buffers[j] = self.low.workspaces.declare(f"sk{info.value[2:]}_{j}", *shape)
         self.partials[id(node)] = buffers
 
@@ -463,7 +479,7 @@ class ShapedTerm:
         lines = {}  # buffer -> (lines before the loops, lines after them)
         for child in operands:
             kid = self.info[id(child)]
-            if (kid.rowed or kid.value is None or _rule(child).constant or max(kid.size, 1) != 1
+            if (kid.rowed or kid.value is None or _rule(child).constant or not sizes.is_one(kid.size)
                     or kid.value in self.scalar_locals):  # not rowed, not twice (rho * rho)
                 continue
             self.scalar_locals[kid.value] = f"{kid.value}_0"
@@ -486,7 +502,7 @@ class ShapedTerm:
         (``row`` None: flat views): a kernel over 10 outputs per row then
         vectorizes over the block, not over a loop of 10."""
         info = self.info[id(node)]
-        event, size = info.event, max(info.size, 1)
+        event, size = info.event, info.size
         shapes = {}
         for child in operands:
             kid = self.info[id(child)]
@@ -499,17 +515,19 @@ class ShapedTerm:
                 raise ModelError(f"{self.where}: {child.label()} has shape {child.shape}, which would "
                                  f"broadcast along the rows of data in {node.label()}")
             shapes[id(child)] = (kid.rowed, kid.event)
-        if info.rowed and not fixed_row and not self.thread and all(s == event or math.prod(s) == 1 for _, s in shapes.values()):
+        def same(s):  # the node's event, or one element
+            return s == event or sizes.is_one(math.prod(s))
+        if info.rowed and not fixed_row and not self.thread and all(same(s) for _, s in shapes.values()):
             def flat_index(child):
                 rowed, s = shapes.get(id(child), (False, ()))
-                return "q" if rowed else f"q % {size}" if s == event and size > 1 else "0"
+                return "q" if rowed else f"q % {size}" if s == event and not sizes.is_one(size) else "0"
             return [f"for q in range(nb * {size}):"] + indent(body(None, "q", flat_index))
-        if all(s == event or math.prod(s) == 1 for _, s in shapes.values()):
-            header, depth = ([f"for t in range({size}):"], 1) if size > 1 else (["t = 0"], 0)
+        if all(same(s) for _, s in shapes.values()):
+            header, depth = ([f"for t in range({size}):"], 1) if not sizes.is_one(size) else (["t = 0"], 0)
 
             def index(child):
                 s = shapes.get(id(child), (False, ()))[1]
-                return "t" if s == event and size > 1 else "0"
+                return "t" if s == event and not sizes.is_one(size) else "0"
         else:
             names = [f"t{k}" for k in range(len(event))]
             header = []
@@ -567,12 +585,12 @@ class ShapedTerm:
             return [f"{info.value} = d_{ident}[b0:b1]", f"f{info.value} = {info.value}.reshape(nb * {node.shape[1]})"]
         row_major = node.ndim == 2 and self.layout.data[self.layout.data_name(node)].row_major
         if not info.rowed and node.ndim == 2:  # a whole event (``Layout.pack``: maybe transposed)
-            a, b = node.shape
+            a, b = self._shape(node)
             at = "i, j" if row_major else "j, i"
             return [f"for i in range({a}):", f"    for j in range({b}):",
                     f"        {info.value}[i * {b} + j] = {read(f'd_{ident}[{at}]')}"]
         if not info.rowed:
-            return [f"for k in range({max(info.size, 1)}):", f"    {info.value}[k] = {read(f'd_{ident}[k]')}"]
+            return [f"for k in range({info.size}):", f"    {info.value}[k] = {read(f'd_{ident}[k]')}"]
         if node.ndim == 1:
             return ["for r in range(nb):", f"    {info.value}[r, 0] = {read(f'd_{ident}[b0 + r]')}"]
         # stored transposed (``Layout.pack``): column j of the block is contiguous
@@ -604,12 +622,12 @@ class ShapedTerm:
         a view of its buffer; its partials added into ``sk<n>_<j>``."""
         partials, spec = self.partials[id(node)], node.spec
         row = "r" if info.rowed else None
-        _, lengths = spec.split_shapes([c.shape for c in node.children])
+        _, lengths = sizes.kernel_shape(spec, node, [self._shape(c) for c in node.children], self.walk)
         zero = [f"{b}[:nb] = 0.0" if len(self.low.workspaces.shapes[b]) == 2 else f"{b}[:] = 0.0"
                 for b in partials.values()]
         if self._rows_kernel(node, info):
             return zero + self._fwd_rows_kernel(node, info, lengths)
-        work = self.low.workspaces.declare(f"sw{info.value[2:]}", spec.work_size(lengths))
+        work = self.low.workspaces.declare(f"sw{info.value[2:]}", sizes.extent(spec.work(lengths)) if spec.work else 1)
         batch = "q" if info.event else None  # a whole batch: one call per entry
         ranks = [len(axes) for axes in spec.events]
         args = [self._event_view(c, rank, self.info[id(c)].value, self.info[id(c)].rowed, row, batch)
@@ -671,8 +689,8 @@ class ShapedTerm:
         ``scalar_as_array``), an array of the event's shape otherwise."""
         if _rule(child).constant:
             return literal(child.value)
-        event = child.shape[child.ndim - rank:]
-        size = max(math.prod(event), 1)
+        event = self._shape(child)[child.ndim - rank:]
+        size = sizes.extent(math.prod(event))
         batched = batch is not None and child.ndim > rank
         if rowed:
             view = f"{buffer}[{row}]"
@@ -696,18 +714,18 @@ class ShapedTerm:
             if left.ndim != 2:
                 raise ModelError(f"{self.where}: {node.label()}: a row-aligned left operand must be a matrix "
                                  f"of rows, got shape {left.shape}")
-            k = left.shape[1]
+            k = self._shape(left)[1]
             if right.ndim == 2 and self.thread:  # no BLAS on a GPU thread
-                m = right.shape[1]
+                m = self._shape(right)[1]
                 return self._rows([f"for q in range({m}):", "    acc = 0.0", f"    for j in range({k}):",
                                    f"        acc += {li.value}[r, j] * {self._whole(right)}[j * {m} + q]",
                                    f"    {info.value}[r, q] = acc"], True)
             if right.ndim == 2:
-                m = right.shape[1]
+                m = self._shape(right)[1]
                 return [f"np.dot({li.value}[:nb], {self._whole(right)}.reshape(({k}, {m})), {info.value}[:nb])"]
             return ["for r in range(nb):", "    acc = 0.0", f"    for j in range({self._inner(k)}):",
                     f"        acc += {li.value}[r, j] * {self._whole(right)}[j]", f"    {info.value}[r, 0] = acc"]
-        a, b = left.shape, right.shape
+        a, b = self._shape(left), self._shape(right)
         n, k, m = (a[0] if len(a) == 2 else 1), a[-1], (b[1] if len(b) == 2 else 1)
         return [f"for i in range({n}):", f"    for q in range({m}):", "        acc = 0.0",
                 f"        for j in range({k}):",
@@ -738,7 +756,7 @@ class ShapedTerm:
         (x,) = node.children
         xi = self.info[id(x)]
         n = xi.event[-1] if xi.event else 1
-        outer = max(info.size, 1) // n
+        outer = info.size // n
         src, dst = self._row_element(xi.value, xi.rowed), self._row_element(info.value, info.rowed)
         lines = [f"for o in range({outer}):", "    top = -math.inf", f"    for j in range({n}):",
                  f"        top = max(top, {src(f'o * {n} + j')})", "    acc = 0.0", f"    for j in range({n}):",
@@ -750,7 +768,7 @@ class ShapedTerm:
         (x,) = node.children
         if self.info[id(x)].rowed:
             raise ModelError(f"{self.where}: {node.label()}: the rows of data cannot be transposed")
-        a, b = x.shape
+        a, b = self._shape(x)
         return [f"for i in range({a}):", f"    for j in range({b}):",
                 f"        {info.value}[j * {a} + i] = {self._whole(x)}[i * {b} + j]"]
 
@@ -784,7 +802,7 @@ class ShapedTerm:
 
     def _fwd_sum(self, node, info):
         (x,) = node.children
-        return [f"{info.value}[0] = {self._total(self._whole(x), max(self.info[id(x)].size, 1))}"]
+        return [f"{info.value}[0] = {self._total(self._whole(x), self.info[id(x)].size)}"]
 
     def _total(self, array, size):
         """Code of the sum of a flat ``array`` of ``size`` entries: ``np.sum`` on the
@@ -796,7 +814,7 @@ class ShapedTerm:
         si = self.info[id(source)]
         if si.rowed:
             raise ModelError(f"{self.where}: {node.label()}: only whole values can be gathered by an index")
-        size = max(info.size, 1)
+        size = info.size
         return ["for r in range(nb):", f"    g = {self._index(index)}",
                 f"    for t in range({size}):", f"        {info.value}[r, t] = {si.value}[g * {size} + t]"]
 
@@ -813,21 +831,21 @@ class ShapedTerm:
 
     def _fwd_cholesky(self, node, info):
         self._whole_matrix(node)
-        return [f"if not linalg.cholesky_forward({self._whole(node.children[0])}, {info.value}, {node.shape[0]}):",
+        return [f"if not linalg.cholesky_forward({self._whole(node.children[0])}, {info.value}, {self._shape(node)[0]}):",
                 f"    {info.value}[:] = math.nan  # not positive definite: the log density is -inf"]
 
     def _fwd_add_diag(self, node, info):
         self._whole_matrix(node)
         matrix, value = node.children
-        n = node.shape[0]
+        n = self._shape(node)[0]
         added = self._scalar(value) if value.ndim == 0 else f"{self._whole(value)}[i]"
         return [f"{info.value}[:] = {self._whole(matrix)}", f"for i in range({n}):",
                 f"    {info.value}[i * {n + 1}] += {added}"]
 
     def _solve_shape(self, node):
         """``(n, m, kernel name)`` of a triangular solve."""
-        rhs = node.children[1]
-        return (node.shape[0], rhs.shape[1] if rhs.ndim == 2 else 1,
+        shape = self._shape(node)
+        return (shape[0], shape[1] if len(shape) == 2 else 1,
                 "solve_upper_transposed" if node.trans else "solve_lower")
 
     def _fwd_solve_triangular(self, node, info):
@@ -838,14 +856,14 @@ class ShapedTerm:
 
     def _fwd_cholesky_logdet(self, node, info):
         self._whole_matrix(node)
-        n = node.children[0].shape[0]
+        n = self._shape(node.children[0])[0]
         factor = self._whole(node.children[0])
         return ["acc = 0.0", f"for i in range({n}):", f"    acc += vmath.log({factor}[i * {n + 1}])",
                 f"{info.value}[0] = 2.0 * acc"]
 
     def _fwd_stack(self, node, info):
         self._whole_matrix(node)
-        size = max(info.size // len(node.children), 1)
+        size = self.info[id(node.children[0])].size
         return [line for k, part in enumerate(node.children)
                 for line in self._move((info.value, k), self._flat_slot(part), size)]
 
@@ -859,7 +877,7 @@ class ShapedTerm:
             params = [self._scalar(alpha), self._whole(rho)]
         else:
             params = [self._scalar(p) for p in (alpha, rho, *period)] + ([] if period else ["1.0"])
-        return f"{node.kind}, {self._whole(x)}, {node.shape[0]}, {dim}, {', '.join(params)}"
+        return f"{node.kind}, {self._whole(x)}, {self._shape(node)[0]}, {dim}, {', '.join(params)}"
 
     def _fwd_gp_cov(self, node, info):
         self._whole_matrix(node)
@@ -867,7 +885,7 @@ class ShapedTerm:
         return [f"gp.{kernel}({self._gp_arguments(node)}, {info.value})"]
 
     def _fwd_rows_of(self, node, info):
-        size = max(info.size, 1)
+        size = info.size
         return ["for r in range(nb):", f"    for t in range({size}):",
                 f"        {info.value}[r, t] = {self._whole(node.children[0])}[(b0 + r) * {size} + t]"]
 
@@ -917,6 +935,10 @@ class ShapedTerm:
                 return f"{buffer}[e]"
             return f"{buffer}[{k * size} + e]" if isinstance(k, int) else f"{buffer}[{k} * {size} + e]"
 
+        if sizes.is_one(size):  # one entry: an element, not a slice (numba clamps a slice's bounds)
+            def at(slot):
+                return f"{slot[0]}[{0 if slot[1] is None else slot[1]}]"
+            return [f"{at(dst)} {op} {src if isinstance(src, str) else at(src)}"]
         if not self.thread:
             code = src if isinstance(src, str) else (src[0] if src[1] is None else block(src))
             return [f"{block(dst)} {op} {code}"]
@@ -929,9 +951,13 @@ class ShapedTerm:
         stored)."""
         n, size = info.value[2:], max(math.prod(node.carry.shape), 1)
         every = node.checkpoint
-        stored = self.low.workspaces.declare(f"sc{n}", -(-node.length // every) * size)
+        stored = self.low.workspaces.declare(f"sc{n}", -(-self._steps(node) // every) * size)
         segment = None if every == 1 else self.low.workspaces.declare(f"sg{n}", every * size)
         return stored, segment
+
+    def _steps(self, node):
+        """Code of a scan's number of steps (its sequences' rows, read at run time)."""
+        return sizes.scan_length(node, self._shape)
 
     def _fwd_scan(self, node, info):
         time = f"time{info.value[2:]}"
@@ -939,12 +965,12 @@ class ShapedTerm:
         outputs = self.scan_outputs.get(id(node))
         store = []
         if outputs is not None:
-            width = max(outputs.size // node.length, 1)
+            width = self.info[id(node.y)].size
             store += self._move((outputs.value, time), self._flat_slot(node.y), width)
         if node.keep == "all":
             before = (info.value, f"({time} - 1)")
             store += self._move((info.value, time), self._flat_slot(node.next_carry), size)
-            return [f"for {time} in range({node.length}):"] + indent(
+            return [f"for {time} in range({self._steps(node)}):"] + indent(
                 self._scan_step(node, time, (f"{time} == 0", before)) + store)
         step = self._scan_step(node, time, (f"{time} == 0", (info.value, None)))
         if info.adjoint is not None:  # the gradient's stored carries
@@ -953,7 +979,7 @@ class ShapedTerm:
             keep = self._move((stored, f"({time} // {every})"), (carry, None), size)
             step += keep if every == 1 else [f"if {time} % {every} == 0:"] + indent(keep)
         store += self._move((info.value, None), self._flat_slot(node.next_carry), size)
-        return [f"for {time} in range({node.length}):"] + indent(step + store)
+        return [f"for {time} in range({self._steps(node)}):"] + indent(step + store)
 
     # ----- reverse ------------------------------------------------------
     def _contributions(self, node, child_rowed, fixed_row=False):
@@ -996,7 +1022,7 @@ class ShapedTerm:
         partials, lines = self.partials[id(node)], []
         for j, child in kids:
             kid, buffer = self.info[id(child)], partials[j]
-            size = max(kid.size, 1)
+            size = kid.size
             if kid.rowed:
                 lines += self._rows([f"for t in range({size}):",
                                      f"    {kid.adjoint}[r, t] {self._op(child)} {buffer}[r, t]"],
@@ -1013,26 +1039,26 @@ class ShapedTerm:
         lines = []
         for j, child in kids:
             if li.rowed and j == 0:  # G @ B.T into the rows' adjoint
-                k = left.shape[1]
+                k = self._shape(left)[1]
+                m = self._shape(right)[1] if right.ndim == 2 else 1
                 if right.ndim == 2 and self.thread:  # no BLAS on a GPU thread
-                    m = right.shape[1]
                     lines += self._rows([f"for j in range({k}):", "    acc = 0.0", f"    for q in range({m}):",
                                          f"        acc += {info.adjoint}[r, q] * {ri.value}[j * {m} + q]",
                                          f"    {li.adjoint}[r, j] {self._op(child)} acc"], True)
                 elif right.ndim == 2 and id(child) in self.assigned:
-                    lines += [f"np.dot({info.adjoint}[:nb], {ri.value}.reshape(({k}, {right.shape[1]})).T, "
+                    lines += [f"np.dot({info.adjoint}[:nb], {ri.value}.reshape(({k}, {m})).T, "
                               f"{li.adjoint}[:nb])"]
                 elif right.ndim == 2:
                     tmp = self.low.workspaces.declare(f"st{info.value[2:]}", BLOCK, k)
-                    lines += [f"np.dot({info.adjoint}[:nb], {ri.value}.reshape(({k}, {right.shape[1]})).T, {tmp}[:nb])",
+                    lines += [f"np.dot({info.adjoint}[:nb], {ri.value}.reshape(({k}, {m})).T, {tmp}[:nb])",
                               "for r in range(nb):", f"    for j in range({k}):",
                               f"        {li.adjoint}[r, j] += {tmp}[r, j]"]
                 else:
                     lines += ["for r in range(nb):", f"    for j in range({self._inner(k)}):",
                               f"        {li.adjoint}[r, j] {self._op(child)} {info.adjoint}[r, 0] * {ri.value}[j]"]
             elif li.rowed:  # A.T @ G into the whole right operand's adjoint
-                k = left.shape[1]
-                m = right.shape[1] if right.ndim == 2 else 1
+                k = self._shape(left)[1]
+                m = self._shape(right)[1] if right.ndim == 2 else 1
                 if fixed_row or self.thread:  # one row (a GPU thread's block is one row)
                     lines += self._rows([f"for j in range({k}):", f"    for q in range({self._inner(m)}):",
                                          f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * "
@@ -1046,7 +1072,7 @@ class ShapedTerm:
                               f"        acc += {li.value}[r, j] * {info.adjoint}[r, 0]",
                               f"    {ri.adjoint}[j] += acc"]
             else:  # whole @ whole
-                a, b = left.shape, right.shape
+                a, b = self._shape(left), self._shape(right)
                 n, k, m = (a[0] if len(a) == 2 else 1), a[-1], (b[1] if len(b) == 2 else 1)
                 mine, other = (li, ri) if j == 0 else (ri, li)
                 at = (f"i * {k} + j", f"j * {m} + q")
@@ -1072,7 +1098,7 @@ class ShapedTerm:
         (x,) = node.children
         xi = self.info[id(x)]
         n = xi.event[-1] if xi.event else 1
-        outer = max(info.size, 1) // n
+        outer = info.size // n
         here = self._row_element_of(info.rowed)
         q = f"o * {n} + j"
         lines = [f"for o in range({outer}):", "    acc = 0.0", f"    for j in range({n}):",
@@ -1083,7 +1109,7 @@ class ShapedTerm:
 
     def _rev_transpose(self, node, info, kids, fixed_row):
         (x,) = node.children
-        a, b = x.shape
+        a, b = self._shape(x)
         return [f"for i in range({a}):", f"    for j in range({b}):",
                 f"        {self.info[id(x)].adjoint}[i * {b} + j] += {info.adjoint}[j * {a} + i]"]
 
@@ -1103,23 +1129,23 @@ class ShapedTerm:
 
     def _rev_sum(self, node, info, kids, fixed_row):
         x = self.info[id(node.children[0])]
-        return self._move((x.adjoint, None), f"{info.adjoint}[0]", max(x.size, 1), "+=")
+        return self._move((x.adjoint, None), f"{info.adjoint}[0]", x.size, "+=")
 
     def _rev_gather(self, node, info, kids, fixed_row):
         source, index = node.children
-        size = max(info.size, 1)
+        size = info.size
         lines = [f"g = {self._index(index)}", f"for t in range({size}):",
                  f"    {self.info[id(source)].adjoint}[g * {size} + t] += {info.adjoint}[r, t]"]
         return self._rows(lines, True, fixed_row)
 
     def _rev_cholesky(self, node, info, kids, fixed_row):
-        n = node.shape[0]
+        n = self._shape(node)[0]
         work = self.low.workspaces.declare(f"sw{info.value[2:]}", linalg_kernels.cholesky_reverse_work(n))
         return [f"linalg.cholesky_reverse({info.value}, {info.adjoint}, "
                 f"{self.info[id(node.children[0])].adjoint}, {n}, {work})"]
 
     def _rev_add_diag(self, node, info, kids, fixed_row):
-        n, lines = node.shape[0], []
+        n, lines = self._shape(node)[0], []
         for j, child in kids:
             adjoint = self.info[id(child)].adjoint
             if j == 0:
@@ -1143,13 +1169,13 @@ class ShapedTerm:
                 f"{n}, {m}, {work})"]
 
     def _rev_cholesky_logdet(self, node, info, kids, fixed_row):
-        n = node.children[0].shape[0]
+        n = self._shape(node.children[0])[0]
         factor = self.info[id(node.children[0])]
         return [f"for i in range({n}):",
                 f"    {factor.adjoint}[i * {n + 1}] += 2.0 * {info.adjoint}[0] / {factor.value}[i * {n + 1}]"]
 
     def _rev_stack(self, node, info, kids, fixed_row):
-        size = max(info.size // len(node.children), 1)
+        size = self.info[id(node.children[0])].size
         return [line for j, c in kids for line in self._move((self.info[id(c)].adjoint, None), (info.adjoint, j),
                                                              size, "+=")]
 
@@ -1168,7 +1194,7 @@ class ShapedTerm:
         return lines + [f"{self.info[id(c)].adjoint}{sent[j]}" for j, c in kids if j > 0]
 
     def _rev_rows_of(self, node, info, kids, fixed_row):
-        size = max(info.size, 1)
+        size = info.size
         lines = [f"for t in range({size}):",
                  f"    {self.info[id(node.children[0])].adjoint}[(b0 + r) * {size} + t] += {info.adjoint}[r, t]"]
         return self._rows(lines, True, fixed_row)
@@ -1184,7 +1210,7 @@ class ShapedTerm:
         adjoints zeroed and seeded (the carry's from the step after, and from the
         scan's adjoint: at every step, or the last carry's before the loop; y_t's),
         swept back, and the carry's adjoint passed on."""
-        time, n = f"time{info.value[2:]}", info.value[2:]
+        time, n, steps = f"time{info.value[2:]}", info.value[2:], self._steps(node)
         size = max(math.prod(node.carry.shape), 1)
         carried = self.low.workspaces.declare(f"sn{n}", size)  # the adjoint of the carry after the step
         body = self.body[id(node)]
@@ -1198,8 +1224,7 @@ class ShapedTerm:
         outputs = self.scan_outputs.get(id(node))
         y = self.info[id(node.y)] if node.has_y else None
         if outputs is not None and outputs.adjoint is not None and y.adjoint is not None:
-            width = max(outputs.size // node.length, 1)
-            seed += self._move((y.adjoint, None), (outputs.adjoint, time), width, "+=")
+            seed += self._move((y.adjoint, None), (outputs.adjoint, time), y.size, "+=")
         sweep = [line for b in reversed(body) for line in self._contributions(b, False)]
         carry = self.info[id(node.carry)]
         passed = self._move((carried, None), (carry.adjoint, None), size)
@@ -1214,12 +1239,12 @@ class ShapedTerm:
             before = (f"{time} == 0", (info.value, f"({time} - 1)"))
             step = self._scan_step(node, time, before) + back
             return (self._move((carried, None), "0.0", size)
-                    + [f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step) + last)
+                    + [f"for {time} in range({steps - 1}, -1, -1):"] + indent(step) + last)
         stored, segment = self._scan_buffers(node, info)
         start = self._move((carried, None), (info.adjoint, None), size)
         if segment is None:  # every carry stored
             step = self._scan_step(node, time, ((stored, time),)) + back
-            return start + [f"for {time} in range({node.length - 1}, -1, -1):"] + indent(step) + last
+            return start + [f"for {time} in range({steps - 1}, -1, -1):"] + indent(step) + last
         every, k = node.checkpoint, f"k{n}"
         local = f"({time} - {k} * {every})"
         here = ((segment, local),)
@@ -1227,11 +1252,11 @@ class ShapedTerm:
             (segment, f"({local} + 1)"), self._flat_slot(node.next_carry), size)
         segment_loop = [
             *self._move((segment, "0"), (stored, k), size),
-            f"for {time} in range({k} * {every}, min(({k} + 1) * {every}, {node.length}) - 1):",
+            f"for {time} in range({k} * {every}, min(({k} + 1) * {every}, {steps}) - 1):",
             *indent(recompute),
-            f"for {time} in range(min(({k} + 1) * {every}, {node.length}) - 1, {k} * {every} - 1, -1):",
+            f"for {time} in range(min(({k} + 1) * {every}, {steps}) - 1, {k} * {every} - 1, -1):",
             *indent(self._scan_step(node, time, here) + back)]
-        segments = -(-node.length // every)
+        segments = -(-steps // every)
         return start + [f"for {k} in range({segments - 1}, -1, -1):"] + indent(segment_loop) + last
 
     def _rev_param(self, node, info, row):
@@ -1314,9 +1339,9 @@ class ShapedTerm:
         """Lines adding the block's log densities to ``lp`` (or writing each row's
         to ``out`` for the pointwise log-likelihood)."""
         info = self.info[id(self.root)]
-        size, lp = max(info.size, 1), self.low.lp
+        size, lp = info.size, self.low.lp
         if self.mode == "lp":
-            if size == 1:
+            if sizes.is_one(size):
                 return ["for r in range(nb):", f"    {lp} += {info.value}[r, 0]"]
             if not self.thread:
                 return [f"{lp} += np.sum({info.value}[:nb])"]
@@ -1328,7 +1353,7 @@ class ShapedTerm:
     def _whole_term(self, forward_whole, whole):
         info = self.info[id(self.root)]
         lines = list(forward_whole)
-        total = self._total(info.value, max(info.size, 1))
+        total = self._total(info.value, info.size)
         if self.mode == "lp":
             lines.append(f"{self.low.lp} += {total}")
         elif self.mode == "pointwise":

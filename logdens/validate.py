@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from logdens import rules
+from logdens import rules, sizes
 from logdens.distributions.constraints import contains, describe
 from logdens.distributions.frozen import _first_violation
 from logdens.evaluate import evaluate
@@ -59,14 +59,22 @@ class _Site(NamedTuple):
         """A data node's name in errors."""
         return self.layout.stored_name(node) or node.label()
 
+    def length(self, node):
+        """The run-time plate length of another node (``length``)."""
+        return length(node, self.arrays, self.layout, self.where)
 
-def check_terms(model, layout, arrays):
-    """Plate lengths, indices, observed values in the support, data parameters valid."""
+
+def check_terms(model, layout, arrays, fixed_whole=False):
+    """Plate lengths, indices, observed values in the support, data parameters
+    valid, and the lengths of terms with shape (``check_sizes``); with
+    ``fixed_whole`` (code written for the build shapes: a GPU thread's local
+    arrays), data read whole keep their shapes."""
     for name, expr in model.deterministics.items():
         length(expr, arrays, layout, f"deterministic {name!r}")
     for term in model.terms:
         where = f"term {term.name!r}"
-        _check_whole_data(term, arrays, layout, where)
+        if fixed_whole:
+            _check_whole_data(term, arrays, layout, where)
         if term.dist is None:
             length(term.value, arrays, layout, where)
             if term.mixture is not None and term.kind == "likelihood":  # an observed ld.Mixture
@@ -78,9 +86,9 @@ def check_terms(model, layout, arrays):
         args = term.args
         memo = {}
         lengths = [(a, length(a, arrays, layout, where, memo)) for a in args]
+        if rules.shaped(term):
+            check_sizes(term, arrays, layout, where)
         ranks = [len(b) for b in spec.split_shapes([a.shape for a in args])[0]]  # without event axes
-        for a, axes in zip(args, spec.events):
-            _check_event_axes(a, axes, arrays, layout, where)
         top = max(ranks)  # lower ranks broadcast along trailing axes
         rules.agree([(a, n) for (a, n), rank in zip(lengths, ranks) if rank == top and rank > 0], where)
         known = {n: _fixed_value(a, arrays, layout) for n, a in zip(spec.arg_names, args)}
@@ -99,26 +107,35 @@ def check_terms(model, layout, arrays):
             _check_events(spec, args, known, where)
 
 
+def check_sizes(term, arrays, layout, where):
+    """The lengths that the code of a term with shape relies on agree for the
+    current data (``logdens.sizes``); a ModelError naming the node and the data
+    whose rows differ, or the data that must keep their build length. Data read
+    whole need a row."""
+    site = _Site(arrays, layout, where)
+    for node in rules.whole_data(term).values():
+        if node.ndim and not len(site.array(node)):
+            raise ModelError(f"{where}: data {site.shown(node)} is read whole and has no rows")
+
+    def data_shape(node):
+        shown, shape = site.shown(node), np.shape(site.array(node))
+        if not sizes.runtime_rows(node):
+            if shape != node.shape:
+                raise ModelError(f"{where}: data {shown} has shape {shape}; it was built with shape {node.shape}")
+            return node.shape
+        return (sizes.Size(shown, shape[0], shown), *node.shape[1:])
+    sizes.SizeWalk(where, data_shape).term(term)
+
+
 def _check_whole_data(term, arrays, layout, where):
     """Data that a term reads whole (``rules.whole_data``) keep the shape they were
-    built with: the generated code is written for it."""
+    built with, where the generated code is written for it."""
     for node in rules.whole_data(term).values():
         shape = np.shape(_Site(arrays, layout, where).array(node))
         if shape != node.shape:
             raise ModelError(f"{where}: data {node.label()} has shape {shape}; it was built with shape "
-                             f"{node.shape}, and this term reads it whole (compile the model again for "
-                             "new shapes)")
-
-
-def _check_event_axes(node, axes, arrays, layout, where):
-    """A data argument's event axes keep their build-time lengths: the generated
-    code is written for them (only the rows may change)."""
-    if not (rules.rule(node).data and axes):
-        return
-    shape = np.shape(_Site(arrays, layout, where).array(node))
-    if shape[len(shape) - len(axes):] != node.shape[node.ndim - len(axes):] or len(shape) != node.ndim:
-        raise ModelError(f"{where}: data {node.label()} has shape {shape}; it was built with shape "
-                         f"{node.shape}, whose event axes ({', '.join(axes)}) may not change")
+                             f"{node.shape}, and this term reads it whole into buffers of that length on "
+                             "this backend (compile the model again for new shapes)")
 
 
 def _check_events(spec, args, known, where):
