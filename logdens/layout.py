@@ -40,7 +40,7 @@ from typing import NamedTuple, Tuple
 import numpy as np
 
 from logdens import expr as ex
-from logdens import rules
+from logdens import rules, sizes
 from logdens.lines import plus
 from logdens.transforms import Transform
 
@@ -111,17 +111,37 @@ def module_alias(spec):
 
 
 def _compiled_in_lengths(model):
-    """Names of the vectors whose lengths stay compiled in: those read by a term
-    with shape (``logdens.shaped`` sizes its buffers by them), and the vectors
-    of data-matrix products (``X @ beta``): a row's loops over their few
-    columns cost more with a run-time trip count (a logistic regression's
-    sparse per-sample rows, 20 columns: 1.2x the time)."""
-    fixed = {name for term in model.terms if rules.shaped(term) for name in term.params_read()}
+    """Names of the vectors whose lengths stay compiled in: those a term with
+    shape fixes (``_fixed_by_shapes``), and the vectors of data-matrix products
+    (``X @ beta``): a row's loops over their few columns cost more with a
+    run-time trip count (a logistic regression's sparse per-sample rows, 20
+    columns: 1.2x the time)."""
+    fixed = set()
+    for term in model.terms:
+        if rules.shaped(term):
+            fixed |= _fixed_by_shapes(term)
     for term in model.terms:
         for node in (n for a in term.args for n in ex.nodes(a)):
             if rules.rule(node).reads_data_matrix:
                 fixed |= {c.name for c in node.children if rules.rule(c).param}
     return fixed
+
+
+def _fixed_by_shapes(term):
+    """The vectors read by term with shape ``term`` whose length it fixes: its walk
+    (``logdens.sizes``, every vector and every named data array's rows a
+    length of its own) finds it equal to a number (a weight matrix's columns,
+    a slice's bounds). Those read only with run-time lengths (a latent
+    Gaussian process's ``z`` of the inputs' rows) are read at run time too."""
+    def data_shape(node):
+        return (sizes.Size(f"rows {id(node)}", node.shape[0]), *node.shape[1:]) if sizes.runtime_rows(node) else node.shape
+
+    def param_shape(node):
+        return (sizes.Size(f"length {node.name}", node.shape[0]),) if node.ndim == 1 else node.shape
+    walk = sizes.SizeWalk(f"term {term.name!r}", data_shape, param_shape)
+    walk.term(term)
+    return {name for name in term.params_read()
+            if not isinstance(walk.resolve(sizes.Size(f"length {name}", 0)), sizes.Size)}
 
 
 class Layout:

@@ -104,6 +104,9 @@ class ParamRule(Rule):
     def length(self, node, below, ctx):
         return node.shape[0] if node.shape else None
 
+    def sized(self, node, below, walk):
+        return walk.param_shape(node)
+
 
 class DataRule(Rule):
     """A data array, named (replaced by ``set_data``) or carrying its own value."""

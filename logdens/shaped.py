@@ -143,8 +143,11 @@ class ShapedTerm:
             self.root = _Kernel(term, keep, checked)
         self.data_views = set()  # value buffers that are views of a block of data rows
         self.event_data = set(rules.whole_data(term))  # data read whole, not as rows
-        self.walk = sizes.SizeWalk(self.where, self._data_shape)  # each node's shape (``logdens.sizes``)
+        self.walk = sizes.SizeWalk(self.where, self._data_shape, self._param_shape)  # ``logdens.sizes``
         self.root = self._rows_of_wholes(self.root)
+        # every node's shape before any buffer: a length unified late stands for another everywhere
+        rules.fold(self.root, lambda node, below: below[0] if isinstance(node, _RowsOf) else self.walk.visit(node, below),
+                   self.walk.shapes)
         self._visit(self.root)
         self.body = self._scan_bodies()
         self.rowed = self.info[id(self.root)].rowed
@@ -231,15 +234,19 @@ class ShapedTerm:
         rows = sizes.Size(f"n_{self.layout.data_ident(node)}", node.shape[0], node.label())
         return (rows, *node.shape[1:])
 
+    def _param_shape(self, node):
+        """A parameter's shape, a vector's length read at run time where the layout
+        says so (``Layout``: where the term does not fix it)."""
+        p = self.layout.params[node.name]
+        return (sizes.Size(p.size_code, node.shape[0], node.name),) if p.runtime else node.shape
+
     def _shape(self, node):
         """``node``'s shape, with its run-time lengths (``sizes.Size``)."""
         return self.walk.shape(node)
 
     def _classify(self, node):
         kids = [self.info[id(c)] for c in node.children]
-        below = [self._shape(c) for c in node.children]
-        shape = below[0] if isinstance(node, _RowsOf) else self.walk.visit(node, below)
-        self.walk.shapes[id(node)] = shape
+        shape = self._shape(node)
         if (_rule(node).data and node.ndim >= 1 and id(node) not in self.event_data) or isinstance(node, _RowsOf):
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
@@ -543,8 +550,9 @@ class ShapedTerm:
 
     def _inner(self, n):
         """Code of the bound of a product's innermost loop, ``n`` iterations: hidden
-        from LLVM on the CPU (``logdens.opaque``); a number on a GPU thread."""
-        return str(n) if self.thread else loop_bound(n)
+        from LLVM on the CPU (``logdens.opaque``: a run-time length already is);
+        a number on a GPU thread."""
+        return str(n) if self.thread or isinstance(n, sizes.Size) else loop_bound(n)
 
     def _rows(self, lines, rowed, fixed_row=False):
         """``lines`` in a loop over the block's rows ``r`` (a row-aligned node) unless

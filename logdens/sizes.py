@@ -135,15 +135,25 @@ class Kernel:
 
 
 class SizeWalk:
-    """The context of one term's walk (``Rule.sized``): ``data_shape(node)``, a data
-    node's shape (its rows a ``Size``); ``shapes``, id(node) -> shape of the
-    nodes sized so far; ``where``, the term, for errors."""
+    """The context of one term's walk (``Rule.sized``): ``data_shape(node)`` and
+    ``param_shape(node)``, a data node's or a parameter's shape (a ``Size``
+    where its length is read at run time; by default a parameter's build
+    shape); ``shapes``, id(node) -> shape of the nodes sized so far; ``where``,
+    the term, for errors. Lengths found equal are one from then on
+    (``unify``): a run-time length equal to a fixed one is that number."""
 
-    def __init__(self, where, data_shape):
-        self.where, self.data_shape, self.shapes = where, data_shape, {}
+    def __init__(self, where, data_shape, param_shape=lambda node: node.shape):
+        self.where, self.data_shape, self.param_shape, self.shapes = where, data_shape, param_shape, {}
+        self.aliases = {}  # a Size's code -> the length it was unified with
+
+    def resolve(self, n):
+        """The length ``n`` stands for after the unifications so far."""
+        while isinstance(n, Size) and n.code in self.aliases:
+            n = self.aliases[n.code]
+        return n
 
     def shape(self, node):
-        return self.shapes[id(node)]
+        return tuple(self.resolve(n) for n in self.shapes[id(node)])
 
     def visit(self, node, below):
         """``node``'s shape from its children's, ``below``: by its rule, a term's
@@ -169,10 +179,17 @@ class SizeWalk:
     def unify(self, a, b, node):
         """The length where ``a`` and ``b`` must agree (for ``node``): a
         ``ModelError`` when their values differ; a fixed length rather than a
-        run-time one (the code may then use the number)."""
+        run-time one (the code may then use the number), which then stands for
+        the other everywhere (``resolve``)."""
+        a, b = self.resolve(a), self.resolve(b)
         if value(a) != value(b):
             raise ModelError(f"{self.where}: {node.label()} needs {_describe(a)} and {_describe(b)} to agree")
-        return a if isinstance(b, Size) else b
+        if a == b or not isinstance(b, Size) and not isinstance(a, Size):
+            return a
+        if isinstance(a, Size) and not isinstance(b, Size):
+            a, b = b, a
+        self.aliases[b.code] = a
+        return a
 
 
 def _describe(n):

@@ -183,3 +183,46 @@ def test_sizes_are_code_and_never_compare_with_numbers():
     assert not sizes.is_one(sizes.Size("n_y", 1)) and sizes.is_one(1)
     with pytest.raises(TypeError, match="read at run time"):
         max(n, 1)
+
+
+def latent_gp(n):
+    """A latent Gaussian process, non-centred: ``z`` of the inputs' length."""
+    rng = np.random.default_rng(n)
+    x = np.sort(rng.uniform(0, 5, n))
+    m = ld.Model()
+    alpha, rho = m.param("alpha", ld.HalfNormal(1)), m.param("rho", ld.HalfNormal(1))
+    z = m.param("z", ld.Normal(0, 1), shape=n)
+    f = ld.cholesky(ld.add_diag(ld.gp.matern52(m.data("x", x), alpha, rho), 1e-6)) @ z
+    m.observe("counts", ld.PoissonLog(f), rng.poisson(2.0, n).astype(float))
+    return m
+
+
+def test_a_vector_that_only_run_time_lengths_meet_is_read_at_run_time(tmp_path):
+    """``z`` of a latent GP meets only the rows of x: models of 12 and 19 inputs
+    share one compiled module, and each computes its own log density and
+    gradient (central differences, h = 1e-6: errors near 1e-8 on values of
+    size 10-30, compared at 1e-5)."""
+    small, large = latent_gp(12), latent_gp(19)
+    assert generate_source(*lower(small)) == generate_source(*lower(large))
+    densities = [model.compile(cache_dir=tmp_path) for model in (small, large)]
+    assert densities[0]._module is densities[1]._module
+    assert len(list(tmp_path.glob("logdens_*.py"))) == 1
+    for model, density in zip((small, large), densities):
+        theta = np.random.default_rng(0).normal(size=density.dim) * 0.3
+        value, grad = density.log_density_gradient(theta)
+        assert value == pytest.approx(model.compile(backend="python").log_density(theta), rel=1e-12)
+        fd = np.array([(density.log_density(theta + 1e-6 * e) - density.log_density(theta - 1e-6 * e)) / 2e-6
+                       for e in np.eye(density.dim)])
+        np.testing.assert_allclose(grad, fd, atol=1e-5 * max(1.0, np.max(np.abs(fd))))
+
+
+def test_a_vector_that_meets_a_fixed_length_keeps_it_compiled_in():
+    """A bias added to a layer of 4 units (a weight matrix's columns) keeps its
+    length in the code, as do the matrices; the latent GP's z does not."""
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 4))
+    b = m.param("b", ld.Normal(0, 1), shape=4)
+    m.observe("Y", ld.Normal(ld.tanh(m.data("X", np.ones((5, 3))) @ W + b), 1.0), np.zeros((5, 4)))
+    layout = lower(m)[1]
+    assert not layout.params["b"].runtime and not layout.params["W"].runtime
+    assert lower(latent_gp(12))[1].params["z"].runtime
