@@ -6,6 +6,9 @@ length, the same call either way.
 
 Run: python benchmarks/bench_whole_lengths.py [--quick]
 
+A second table: a latent GP of another number of inputs (a new model: its
+``z`` has their length) compiled where the model of the first length was.
+
 The models are those of ``tests/test_whole_lengths.py``. One core; the compile
 runs in a new process with an empty logdens cache (numba's cache of the
 distributions' kernels kept, as on any machine where logdens has run).
@@ -42,14 +45,17 @@ def best(call, seconds):
     return min(runs)
 
 
-def fresh_compile(kind, n):
-    """Seconds of ``compile()`` of the model at length ``n`` in a new process with an
-    empty logdens cache: what a new source costs (every new length, before)."""
+def fresh_compile(kind, n, cache=None):
+    """Seconds of ``compile()`` of the model at length ``n`` in a new process, with
+    the logdens cache directory ``cache`` (None: an empty one, so a new source
+    compiles, as every new length did before)."""
     code = ("import sys, time, tempfile; sys.path.insert(0, sys.argv[1]); import test_whole_lengths as w; "
-            "m = w.MODELS[sys.argv[2]](int(sys.argv[3])); t0 = time.perf_counter(); "
-            "m.compile(cache_dir=tempfile.mkdtemp()); print(time.perf_counter() - t0)")
+            "m = getattr(w, sys.argv[2])(int(sys.argv[3])); t0 = time.perf_counter(); "
+            "m.compile(cache_dir=sys.argv[4] if len(sys.argv) > 4 else tempfile.mkdtemp()); "
+            "print(time.perf_counter() - t0)")
     tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
-    out = subprocess.run([sys.executable, "-c", code, tests, kind, str(n)], capture_output=True, text=True, check=True)
+    argv = [sys.executable, "-c", code, tests, kind, str(n)] + ([cache] if cache else [])
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
     return float(out.stdout.split()[-1])
 
 
@@ -70,12 +76,22 @@ def main():
             flips = iter(range(10 ** 9))
             set_new = best(lambda: density.set_data(**(new if next(flips) % 2 else old)), seconds)
             density.set_data(**new)
-        compile_s = fresh_compile(kind, large)
+        compile_s = fresh_compile(models.MODELS[kind].__name__, large)
         theta = np.random.default_rng(0).normal(size=density.dim) * 0.3
         grad = np.empty(density.dim)
         gradient = best(lambda: density.log_density_gradient(theta, out=grad), seconds)
         print(f"| {kind} | {small} -> {large} | {set_new * 1e3:.2f} | {compile_s:.2f} | "
               f"{compile_s / set_new:.0f} | {gradient * 1e6:.1f} |")
+    print("\nA latent GP of another number of inputs is a new model (z has their length): compile() in a new "
+          "process, its cache holding the model of the other length, against an empty cache")
+    print("| model | lengths | compile, cache of the other length (s) | compile, empty cache (s) | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for small, large in ((12, 19), (100, 150)):
+        with tempfile.TemporaryDirectory() as cache:
+            fresh_compile("latent_gp", small, cache)
+            shared = fresh_compile("latent_gp", large, cache)
+        empty = fresh_compile("latent_gp", large)
+        print(f"| latent GP | {small} -> {large} | {shared:.2f} | {empty:.2f} | {empty / shared:.1f} |")
 
 
 if __name__ == "__main__":
