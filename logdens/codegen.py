@@ -338,7 +338,7 @@ class Lowering:
     def _value_slice(self, node, var, block, outer, index):
         k = self.fresh("k")
         row = self.rows.plate(index) if self._row_aligned(block, index) else index
-        block.forward.append(f"{k} = {node.start} + {node.step} * {row}")
+        block.forward.append(f"{k} = {self._slice_bounds(node)[0]} + {node.step} * {row}")
         child = self.value(node.children[0], block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(node.children[0], child, a, b)
@@ -527,7 +527,14 @@ class Lowering:
             return f"n_{self.layout.data_ident(source)}"
         if rules.rule(source).param and self.layout.params[source.name].runtime:
             return self.layout.params[source.name].size_code
+        if isinstance(source, ex.Slice):
+            return str(self._slice_bounds(source)[1])
         return str(source.shape[0])
+
+    def _slice_bounds(self, node):
+        """``(start, length)`` of a slice, as code where its source's length is read at run time."""
+        n = self.length(node.children[0])
+        return node.bounds(n if node.runtime and not n.isdigit() else node.children[0].shape[0])
 
     # ----- terms --------------------------------------------------------
     def term(self, term, keep, mode):

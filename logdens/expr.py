@@ -313,17 +313,47 @@ class Gather(Expr):
 
 
 class Slice(Expr):
-    """``source[start:stop:step]`` with constant bounds."""
+    """``source[start:stop:step]`` with constant bounds, as numpy reads them:
+    ``index`` keeps them as written (``y[1:]``, ``y[:-1]``: from the end), so
+    that a source of another length is sliced the same way (``bounds``);
+    ``start``, ``stop``, ``step`` are those resolved at the build length."""
 
     def __init__(self, source, index):
         if source.ndim != 1:
             raise ModelError(f"{source.label()}[...]: only vectors can be sliced")
+        self.index = index
         self.start, self.stop, self.step = index.indices(source.shape[0])
         self.children = (source,)
         self.shape = (len(range(self.start, self.stop, self.step)),)
 
+    def bounds(self, n):
+        """``(start, length)`` of the slice of a source of length ``n``: ints for an
+        int ``n``, code for the code of a run-time length (a step above 0: a
+        negative step keeps the build length, ``runtime``)."""
+        if not isinstance(n, str):
+            start, stop, step = self.index.indices(n)
+            return start, len(range(start, stop, step))
+
+        def clamp(bound, default):
+            if bound is None:
+                return default
+            return f"min({bound}, {n})" if bound >= 0 else f"max({n} - {-bound}, 0)"
+        start, stop, step = clamp(self.index.start, "0"), clamp(self.index.stop, n), self.step
+        span = f"{stop} - {start}" if start != "0" else stop
+        return start, (f"max({span}, 0)" if step == 1 else f"max(({span} + {step - 1}) // {step}, 0)")
+
+    @property
+    def runtime(self):
+        """Whether the slice follows its source's run-time length (a positive step)."""
+        return self.step > 0
+
     def _format(self, children):
-        return f"{children[0]}[{self.start}:{self.stop}:{self.step}]"
+        return f"{children[0]}[{self.text()}]"
+
+    def text(self):
+        """The bounds as written: ``1:``, ``:-1``, ``::2``."""
+        start, stop, step = ("" if b is None else str(b) for b in (self.index.start, self.index.stop, self.index.step))
+        return f"{start}:{stop}" + (f":{step}" if step else "")
 
 
 class Element(Expr):

@@ -204,11 +204,14 @@ class SliceRule(Rule):
         return (SHIFTED,)
 
     def evaluate(self, node, args, values, batch):
-        return args[0][..., node.start:node.stop:node.step]
+        return args[0][..., node.index if node.runtime else slice(node.start, node.stop, node.step)]
 
     def length(self, node, below, ctx):
-        """The build-time length: its bounds were resolved against the source's length then."""
+        """Its bounds applied to the source's run-time length (``Slice.bounds``); a
+        negative step keeps the build length, as must its source."""
         source = node.children[0]
+        if node.runtime:
+            return node.bounds(below[0])[1]
         if below[0] != source.shape[0]:
             raise ModelError(f"{ctx.where}: {node.label()} slices {source.label()}, which had length "
                              f"{source.shape[0]} when the model was built and now has length {below[0]}; "

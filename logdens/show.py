@@ -93,7 +93,7 @@ class ExprPrinter:
         if kind is ex.Gather:
             return f"{self._operand(node.children[0], ATOM)}[{self(node.children[1])}]", ATOM
         if kind is ex.Slice:
-            return f"{self._operand(node.children[0], ATOM)}[{_slice(node)}]", ATOM
+            return f"{self._operand(node.children[0], ATOM)}[{node.text()}]", ATOM
         if kind is ex.Element:
             return f"{self._operand(node.children[0], ATOM)}[{node.position}]", ATOM
         if kind is ex.Transpose:
@@ -146,13 +146,6 @@ def mixture_text(mixture, printer):
     components = ", ".join(f"{c.spec.name}({', '.join(argument(v) for v in c.params.values())})"
                            for c in mixture.components)
     return f"Mixture({weights}, [{components}])"
-
-
-def _slice(node):
-    start = "" if node.start == 0 else str(node.start)
-    stop = "" if node.stop == node.children[0].shape[0] else str(node.stop)
-    step = "" if node.step == 1 else f":{node.step}"
-    return f"{start}:{stop}{step}"
 
 
 def constraint_text(constraint, printer):

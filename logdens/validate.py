@@ -77,6 +77,8 @@ def check_terms(model, layout, arrays, fixed_whole=False):
             _check_whole_data(term, arrays, layout, where)
         if term.dist is None:
             length(term.value, arrays, layout, where)
+            if rules.shaped(term):
+                check_sizes(term, arrays, layout, where)
             if term.mixture is not None and term.kind == "likelihood":  # an observed ld.Mixture
                 x = term.mixture.x
                 shown = x.label() if rules.rule(x).data and x.name else "x"

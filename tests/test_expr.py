@@ -73,7 +73,7 @@ def test_a_length_one_vector_does_not_broadcast():
     """The one shape rule: scalars broadcast, vectors have equal lengths."""
     m, mu = _model()
     x = m.data("x", np.array([1.0, 2.0, 3.0]))
-    with pytest.raises(ModelError, match=r"mu\[1:2:1\] has length 1 \(a length-1 vector does not broadcast"):
+    with pytest.raises(ModelError, match=r"mu\[1:2\] has length 1 \(a length-1 vector does not broadcast"):
         x - mu[1:2]
     with pytest.raises(ModelError, match="has length 3 but"):
         mu + m.data("w", np.zeros(4))

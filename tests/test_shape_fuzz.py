@@ -27,7 +27,8 @@ class Mismatch(Exception):
 
 def strict_length(node, arrays):
     """The plate length under the shape rule, written independently of the engine:
-    scalars broadcast, vectors agree exactly, a slice's source keeps its length."""
+    scalars broadcast, vectors agree exactly, a slice takes numpy's bounds of its
+    source's current length."""
     if isinstance(node, ex.Const):
         return None
     if isinstance(node, ex.Param):
@@ -35,10 +36,10 @@ def strict_length(node, arrays):
     if isinstance(node, ex.Data):
         return len(arrays[node.name]) if node.shape else None
     below = [strict_length(c, arrays) for c in node.children]
-    if isinstance(node, ex.Slice):
-        if below[0] != node.children[0].shape[0]:
+    if isinstance(node, ex.Slice):  # numpy's bounds on the current length; a reversed one keeps its source's
+        if node.index.step is not None and node.index.step < 0 and below[0] != node.children[0].shape[0]:
             raise Mismatch
-        return node.shape[0]
+        return len(range(*node.index.indices(below[0])))
     if isinstance(node, ex.Gather):
         return below[1]
     if isinstance(node, ex.Sum):

@@ -153,14 +153,15 @@ def test_lengths_that_must_agree_are_checked_on_set_data():
 
 
 def test_a_node_built_for_one_length_keeps_its_data_at_that_length():
-    """A slice's bounds were resolved when the model was built: the series it
-    slices keeps its length (the scan beside it would take any)."""
+    """Inside a term with shape a slice's bounds are those resolved when the model
+    was built: the series it slices keeps its length (the scan beside it would
+    take any)."""
     m = ld.Model()
     a = m.param("a", ld.Normal(0, 1))
     x = m.data("x", np.linspace(0, 1, 10))
     m.potential("p", -ld.sum(ld.scan(lambda c, xt: a * c + xt, 0.0, x[1:]) ** 2))
     density = m.compile(backend="python")
-    with pytest.raises(ld.ModelError, match=r"x\[1:10:1\] slices x, which had length 10 .* now has length 12"):
+    with pytest.raises(ld.ModelError, match=r"x\[1:\] needs the 12 rows of data x and the length 10 it was built with"):
         density.set_data(x=np.linspace(0, 1, 12))
 
 
@@ -226,3 +227,48 @@ def test_a_vector_that_meets_a_fixed_length_keeps_it_compiled_in():
     layout = lower(m)[1]
     assert not layout.params["b"].runtime and not layout.params["W"].runtime
     assert lower(latent_gp(12))[1].params["z"].runtime
+
+
+def test_a_potential_with_shape_checks_its_lengths_too():
+    """The HMM's emissions (a potential): Y of new rows is fine; a Y of another
+    number of states would be read past its columns, and is refused."""
+    density = hmm(6).compile(backend="python")
+    density.set_data(Y=np.zeros((9, 3)))
+    with pytest.raises(ld.ModelError, match=r"term 'y': data Y has shape \(9, 4\); it was built with shape \(6, 3\)"):
+        density.set_data(Y=np.zeros((9, 4)))
+
+
+def test_two_sequences_of_one_scan_in_a_potential_must_keep_one_length():
+    """Their steps are the first's rows: a shorter second would be read past its end."""
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1))
+    u, v = m.data("u", np.ones(8)), m.data("v", np.ones(8))
+    m.potential("p", -ld.sum(ld.scan(lambda c, x: a * c + x[0] * x[1], 0.0, [u, v]) ** 2))
+    density = m.compile(backend="python")
+    density.set_data(u=np.ones(11), v=np.ones(11))
+    with pytest.raises(ld.ModelError, match=r"term 'p': .*the 11 rows of data u and the 5 rows of data v"):
+        density.set_data(v=np.ones(5))
+
+
+def lagged(T):
+    """An AR(1) written with slices, ``y[1:] ~ Normal(a + b y[:-1], s)``: bounds
+    counted from the end follow the series' length (a plate term, not one with shape)."""
+    y = np.cumsum(np.random.default_rng(T).normal(size=T)) * 0.3
+    m = ld.Model()
+    a, b, s = m.param("a", ld.Normal(0, 1)), m.param("b", ld.Normal(0, 1)), m.param("s", ld.HalfNormal(1))
+    series = m.data("y", y)
+    m.observe("ahead", ld.Normal(a + b * series[:-1], s), series[1:])
+    return m
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_slices_counted_from_the_end_follow_a_new_length(backend, tmp_path):
+    assert generate_source(*lower(lagged(20))) == generate_source(*lower(lagged(33)))
+    density = lagged(20).compile(backend=backend, cache_dir=tmp_path)
+    density.set_data(**data(lagged(33)))
+    theta = np.array([0.1, 0.5, -0.2])
+    value, grad = density.log_density_gradient(theta)
+    expected, expected_grad = lagged(33).compile(backend="python").log_density_gradient(theta)
+    assert value == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-12, atol=1e-12)
+    assert density.pointwise_log_likelihood(theta)["ahead"].shape == (32,)
