@@ -367,9 +367,17 @@ class Element(Expr):
             raise ModelError(f"{source.label()}[{position}]: index {position} is out of bounds for "
                              f"length {n}")
         self.children, self.position = (source,), position % n
+        self.index = position  # as written: a negative one counts from the end of the current length
 
     def _format(self, children):
-        return f"{children[0]}[{self.position}]"
+        return f"{children[0]}[{self.index}]"
+
+    def at(self, n):
+        """The position read in a source of length ``n`` (an int, or the code of a
+        run-time length)."""
+        if self.index >= 0:
+            return self.index
+        return n + self.index if not isinstance(n, str) else f"{n} - {-self.index}"
 
 
 class MatVec(Expr):

@@ -226,16 +226,15 @@ class ElementRule(Rule):
         return (WHOLE,)
 
     def evaluate(self, node, args, values, batch):
-        value = args[0][..., node.position]
+        value = args[0][..., node.index]
         return value[..., None] if batch else value  # batched scalars are (n, 1)
 
     def length(self, node, below, ctx):
-        """A vector keeps the length it was built with where an element is read (a
-        parameter always does; a data vector must)."""
-        source = node.children[0]
-        if below[0] != source.shape[0]:
-            raise ModelError(f"{ctx.where}: {node.label()} reads {source.label()}, which had length "
-                             f"{source.shape[0]} when the model was built and now has length {below[0]}")
+        """The position must lie in the source's current length (``x[-1]``: the last
+        element of whatever length it has now)."""
+        if not -below[0] <= node.index < below[0]:
+            raise ModelError(f"{ctx.where}: {node.label()} is out of bounds for {node.children[0].label()} "
+                             f"of length {below[0]}")
         return None
 
 

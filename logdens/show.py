@@ -95,7 +95,7 @@ class ExprPrinter:
         if kind is ex.Slice:
             return f"{self._operand(node.children[0], ATOM)}[{node.text()}]", ATOM
         if kind is ex.Element:
-            return f"{self._operand(node.children[0], ATOM)}[{node.position}]", ATOM
+            return f"{self._operand(node.children[0], ATOM)}[{node.index}]", ATOM
         if kind is ex.Transpose:
             return f"{self._operand(node.children[0], ATOM)}.T", ATOM
         if kind in (ex.MatVec, ex.MatMul):

@@ -143,18 +143,21 @@ def test_set_data_rechecks_a_slice_of_data():
     density.set_data(x=np.arange(12.0), y=np.zeros(6))  # x[2:8] of 12: still 6 entries, read from 2
 
 
-def test_set_data_rechecks_an_element_of_data():
-    """``x[-1]`` was resolved to position 9 when the model was built: a shorter x
-    would be read out of bounds, a longer one at the wrong place."""
+def test_an_element_counted_from_the_end_follows_the_data():
+    """``x[-1]`` is the last element of x's current length (numpy's reading), and
+    ``x[4]`` must lie inside it: a shorter x is refused, never read out of bounds."""
     m = ld.Model()
     mu = m.param("mu")
     x = m.data("x", np.arange(10.0))
-    m.observe("y", ld.Normal(mu + x[-1], 1.0), np.zeros(6))
-    density = m.compile()
-    with pytest.raises(ModelError, match=r"x\[9\] reads x, which had length 10 .* now has length 3"):
-        density.set_data(x=np.arange(3.0))
-    density.set_data(x=np.arange(10.0) + 1.0)  # the same length is fine
-    assert density.log_density(np.zeros(1)) == pytest.approx(-0.5 * 6 * 100.0)
+    m.observe("y", ld.Normal(mu + x[-1] - x[4], 1.0), np.zeros(6))
+    for backend in ("python", "cpu"):
+        density = m.compile(backend=backend)
+        assert density.log_density(np.zeros(1)) == pytest.approx(-0.5 * 6 * 25.0)  # 9 - 4
+        density.set_data(x=np.arange(7.0) * 2.0)
+        assert density.log_density(np.zeros(1)) == pytest.approx(-0.5 * 6 * 16.0)  # 12 - 8
+        with pytest.raises(ModelError, match=r"term 'y': x\[4\] is out of bounds for x of length 3"):
+            density.set_data(x=np.arange(3.0))
+        assert density.log_density(np.zeros(1)) == pytest.approx(-0.5 * 6 * 16.0)  # the old data are kept
 
 
 def test_a_plate_inside_a_sum_is_checked():
