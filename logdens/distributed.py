@@ -36,9 +36,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from logdens import cache
+from logdens import cache, rules
+from logdens import expr as ex
 from logdens.density import LogDensity
-from logdens.expr import Data
+from logdens.expr import Data, ModelError
 from logdens.model import Model
 
 #: The fit functions :func:`map_fits` runs by name (``ld.<method>``).
@@ -384,6 +385,28 @@ def _shared_deterministics(model):
             if not any(isinstance(leaf, Data) and leaf.name is not None for leaf in e.leaves())]
 
 
+def _check_rows_split(model):
+    """A ModelError for a likelihood whose rows do not add up over shards: one
+    that reads named data whole (a series observed as one event, a scan's
+    series, a GP's inputs) or rows against other rows (``y[:-1]`` beside
+    ``y[1:]``, a running sum). Split, each shard would start its own series;
+    repeated in every shard, it would be counted once per shard."""
+    for term in model.terms:
+        if not term.per_observation:
+            continue
+        named = [n for n in (rules.whole_data(term).values() if rules.shaped(term) else ()) if n.name is not None]
+        if named:
+            raise ModelError(f"ShardedLogDensity: term {term.name!r} reads data {named[0].name} whole; its rows "
+                             "cannot be split over shards")
+        for root in (term.args if term.dist is not None else (term.value,)):
+            for node in ex.nodes(root):
+                for child, access in zip(node.children, rules.rule(node).reads(node)):
+                    if access in rules.POSITIONAL and any(isinstance(leaf, Data) and leaf.name is not None
+                                                          for leaf in child.leaves()):
+                        raise ModelError(f"ShardedLogDensity: term {term.name!r} reads {node.label()}, rows of "
+                                         "data against other rows; its rows cannot be split over shards")
+
+
 class ShardedLogDensity:
     """A log density whose data are split over Dask workers, one shard each.
 
@@ -398,7 +421,9 @@ class ShardedLogDensity:
     the Jacobian. So when the shards' rows partition the data, the sum is
     the unsharded model's log density and gradient, with ``propto`` either
     way. Put data that priors read, and anything that is not split by rows
-    (group counts, hyperparameters as data), in every shard alike.
+    (group counts, hyperparameters as data), in every shard alike. A
+    likelihood whose rows do not add up over shards (slices of data, running
+    sums, data read whole: a series observed as one event) is refused.
 
     It follows the samplers' protocol as an external log density (``dim``,
     ``log_density_gradient``; no ``numba_entry``), so ``ld.find_map`` and
@@ -433,6 +458,7 @@ class ShardedLogDensity:
     """
 
     def __init__(self, model, shards, client=None, timeout=SHARD_TIMEOUT, cache_dir=None):
+        _check_rows_split(model.model if isinstance(model, LogDensity) else model)
         client = _client(client)
         future = _distributed().Future
         shards = list(shards)

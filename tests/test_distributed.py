@@ -81,6 +81,22 @@ def test_clear_error_without_dask(monkeypatch):
             call()
 
 
+def test_a_likelihood_whose_rows_do_not_add_up_over_shards_is_refused():
+    """A lagged likelihood (rows read against other rows) or a series read whole:
+    split, each shard would start its own series (no cluster needed to say so)."""
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1))
+    y = m.data("y", np.linspace(0, 1, 20))
+    m.observe("ahead", ld.Normal(a * y[:-1], 1.0), y[1:])
+    with pytest.raises(ld.ModelError, match=r"term 'ahead' reads y\[(1:|:-1)\], rows of data against other rows"):
+        ldd.ShardedLogDensity(m, [{}])
+    m = ld.Model()
+    rho = m.param("rho", ld.Uniform(-1, 1), shape=1)
+    m.observe("y", ld.AR(rho, 1.0), np.linspace(0, 1, 20))
+    with pytest.raises(ld.ModelError, match=r"term 'y' reads data y whole"):
+        ldd.ShardedLogDensity(m.compile(backend="python"), [{}])
+
+
 def test_a_worker_rebuilds_the_density_from_model_source_and_data():
     m = regression()
     density = m.compile()
