@@ -390,8 +390,7 @@ class Lowering:
     def _value_element(self, node, var, block, outer, index):
         """``source[k]``: a scalar, so computed once in ``outer`` (see ``value``)."""
         k = self.fresh("k")
-        source = node.children[0]
-        block.forward.append(f"{k} = {node.at(self.length(source) if node.index < 0 else source.shape[0])}")
+        block.forward.append(f"{k} = {node.at(self.length(node.children[0]))}")
         child = self.value(node.children[0], block, outer, k)
         block.forward.append(f"{var} = {child}  # {node.label()}")
         return lambda a, b: self._push(node.children[0], child, a, b)

@@ -49,29 +49,16 @@ class Size:
 
     __lt__ = __le__ = __gt__ = __ge__ = _compare
 
-    def __add__(self, other):
-        return _combine(self, other, "+")
+    def _operator(op, reflected=False):  # noqa: N805 (builds the methods below)
+        if reflected:
+            return lambda self, other: _combine(other, self, op)
+        return lambda self, other: _combine(self, other, op)
 
-    def __radd__(self, other):
-        return _combine(other, self, "+")
-
-    def __sub__(self, other):
-        return _combine(self, other, "-")
-
-    def __rsub__(self, other):
-        return _combine(other, self, "-")
-
-    def __mul__(self, other):
-        return _combine(self, other, "*")
-
-    def __rmul__(self, other):
-        return _combine(other, self, "*")
-
-    def __floordiv__(self, other):
-        return _combine(self, other, "//")
-
-    def __rfloordiv__(self, other):
-        return _combine(other, self, "//")
+    __add__, __radd__ = _operator("+"), _operator("+", True)
+    __sub__, __rsub__ = _operator("-"), _operator("-", True)
+    __mul__, __rmul__ = _operator("*"), _operator("*", True)
+    __floordiv__, __rfloordiv__ = _operator("//"), _operator("//", True)
+    del _operator
 
     def __neg__(self):
         return Size(f"(-{self.code})", -self.value)

@@ -75,10 +75,12 @@ def check_terms(model, layout, arrays, fixed_whole=False):
         where = f"term {term.name!r}"
         if fixed_whole:
             _check_whole_data(term, arrays, layout, where)
+        memo = {}
+        lengths = [(a, length(a, arrays, layout, where, memo))
+                   for a in (term.args if term.dist is not None else (term.value,))]
+        if rules.shaped(term):
+            check_sizes(term, arrays, layout, where)
         if term.dist is None:
-            length(term.value, arrays, layout, where)
-            if rules.shaped(term):
-                check_sizes(term, arrays, layout, where)
             if term.mixture is not None and term.kind == "likelihood":  # an observed ld.Mixture
                 x = term.mixture.x
                 shown = x.label() if rules.rule(x).data and x.name else "x"
@@ -86,10 +88,6 @@ def check_terms(model, layout, arrays, fixed_whole=False):
             continue
         spec = term.dist.spec
         args = term.args
-        memo = {}
-        lengths = [(a, length(a, arrays, layout, where, memo)) for a in args]
-        if rules.shaped(term):
-            check_sizes(term, arrays, layout, where)
         ranks = [len(b) for b in spec.split_shapes([a.shape for a in args])[0]]  # without event axes
         top = max(ranks)  # lower ranks broadcast along trailing axes
         rules.agree([(a, n) for (a, n), rank in zip(lengths, ranks) if rank == top and rank > 0], where)
