@@ -9,6 +9,7 @@ elementwise node too. The engine lowers these nodes to fused loops; the
 numpy interpreter in ``logdens.evaluate`` computes them directly.
 """
 
+import builtins
 import numbers
 
 import numpy as np
@@ -28,15 +29,17 @@ LABEL_DEPTH = 4
 
 def plate_shape(nodes, what):
     """The shape of an elementwise combination of ``nodes``: numpy's broadcasting,
-    without stretching a length-1 axis.
+    stretching a length-1 axis only where its length cannot change.
 
     The one shape rule for every place expressions meet (operators, the
     arguments of a term, a potential): trailing axes align, missing leading
-    axes broadcast, aligned lengths must be equal. A length-1 axis does not
-    stretch to length n as in numpy: the rows of data are read at run time,
-    and a data array of length 1 today may have length 5 after ``set_data``.
-    ``what()`` describes the site in the error; it is called only when there
-    is one (labels cost time).
+    axes broadcast, aligned lengths must be equal, except that a length-1
+    axis of a value with two or more axes stretches (``sd[:, None] * L``)
+    unless it is the leading axis of a value that may have rows of data
+    (``Expr.fixed_leading``): a data array of length 1 today may have length
+    5 after ``set_data``. Vectors never stretch. ``what()`` describes the
+    site in the error; it is called only when there is one (labels cost
+    time).
     """
     shaped = [n for n in nodes if n.shape != ()]
     if not shaped:
@@ -50,12 +53,32 @@ def plate_shape(nodes, what):
                                  f"{node.label()} has length {node.shape[0]}{one}")
         return shaped[0].shape
     widest = max(shaped, key=lambda n: n.ndim)
-    for node in shaped:
-        if node.shape != widest.shape[widest.ndim - node.ndim:]:
-            raise ModelError(f"{what()}: shapes {widest.shape} ({widest.label()}) and {node.shape} "
-                             f"({node.label()}) do not broadcast: trailing axes must have equal lengths "
-                             "(a length-1 axis does not stretch)")
-    return widest.shape
+    out = list(widest.shape)
+    for axis in range(widest.ndim):
+        lengths = {}
+        for node in shaped:
+            k = axis - (widest.ndim - node.ndim)
+            stretches = node.ndim >= 2 and node.shape[k] == 1 and (k > 0 or node.fixed_leading) if k >= 0 else True
+            if not stretches:
+                lengths.setdefault(node.shape[k], node)
+        if len(lengths) > 1:
+            (a, first), (b, second) = list(lengths.items())[:2]
+            raise ModelError(f"{what()}: shapes {first.shape} ({first.label()}) and {second.shape} "
+                             f"({second.label()}) do not broadcast: aligned from the right, axes must have "
+                             "equal lengths (a length-1 axis stretches unless it may hold rows of data)")
+        out[axis] = next(iter(lengths), 1)
+    return tuple(out)
+
+
+def stretches_leading(child, shape):
+    """Whether ``child``'s leading axis, of length 1, stretches to that of
+    ``shape`` (``plate_shape``): a child of that rank read whole at each row."""
+    return child.ndim >= 2 and child.shape[0] == 1 != shape[0] and child.fixed_leading
+
+
+def _leading_fixed(node):
+    """``fixed_leading`` of an elementwise node: that of each child of its rank."""
+    return all(c.fixed_leading for c in node.children if c.ndim == node.ndim)
 
 
 def _axis(axis, ndim, what):
@@ -72,6 +95,10 @@ class Expr:
     children = ()
     #: A leaf whose value changes between calls: a parameter, a scan's carry.
     varies = False
+    #: The leading axis cannot be rows of data, so a length 1 there stretches
+    #: (``plate_shape``): a matrix parameter, an array written into the model,
+    #: a new axis (``x[None]``), and what is elementwise of such values.
+    fixed_leading = False
 
     def __add__(self, other):
         return Binary("add", self, as_expr(other))
@@ -137,7 +164,24 @@ class Expr:
         """The transpose of a matrix (a vector or scalar is its own)."""
         return Transpose(self) if self.ndim == 2 else self
 
+    def reshape(self, *shape):
+        """The same elements in C order with ``shape`` (one entry may be -1), as
+        numpy's ``reshape``; rows of data keep their axis."""
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Reshape(self, shape)
+
+    def sum(self, axis=None):
+        """``ld.sum(self, axis)``."""
+        return sum(self, axis)
+
+    def mean(self, axis=None):
+        """``ld.mean(self, axis)``."""
+        return mean(self, axis)
+
     def __getitem__(self, index):
+        if index is None or index is Ellipsis or (isinstance(index, tuple) and any(
+                part is None or part is Ellipsis for part in index)):
+            return _index_with_new_axes(self, index if isinstance(index, tuple) else (index,))
         if isinstance(index, tuple):
             return _take_tuple(self, index)
         if isinstance(index, slice):
@@ -189,6 +233,9 @@ class Expr:
         return LogPdf(dist.spec, [as_expr(x)] + [as_expr(v) for v in dist.params.values()])
 
 
+builtins_sum = builtins.sum  # this module's ``sum`` is the expression's
+
+
 def _is_int(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -209,6 +256,33 @@ def _take_tuple(node, index):
     return node
 
 
+def _index_with_new_axes(node, index):
+    """``x[:, None]``, ``x[None]``, ``x[..., None]``: numpy's indexing where ``None``
+    inserts an axis of length 1 and ``...`` stands for the axes not named; the
+    other parts index as they do without them."""
+    ellipses = [k for k, part in enumerate(index) if part is Ellipsis]
+    consumed = builtins_sum(part is not None and part is not Ellipsis for part in index)
+    if len(ellipses) > 1 or consumed > node.ndim:
+        raise ModelError(f"{node.label()}{list(index)}: an index of shape {node.shape} names at most "
+                         f"{node.ndim} axes and one ellipsis")
+    if ellipses:
+        k = ellipses[0]
+        index = index[:k] + (slice(None),) * (node.ndim - consumed) + index[k + 1:]
+    rest = tuple(part for part in index if part is not None)
+    if all(part == slice(None) for part in rest):
+        picked = node
+    else:
+        picked = node[rest if len(rest) != 1 else rest[0]]
+    shape, axes = [], iter(picked.shape)
+    for part in index:
+        if part is None:
+            shape.append(1)
+        elif not _is_int(part):
+            shape.append(next(axes))
+    shape += list(axes)
+    return picked if tuple(shape) == picked.shape else Reshape(picked, shape)
+
+
 class Param(Expr):
     """A model parameter's constrained value (``shape`` () or (n,))."""
 
@@ -216,6 +290,7 @@ class Param(Expr):
 
     def __init__(self, name, shape, constraint):
         self.name, self.shape, self.constraint = name, shape, constraint
+        self.fixed_leading = len(shape) >= 2
 
     def _format(self, children):
         return self.name
@@ -240,6 +315,7 @@ class Data(Expr):
         self.name, self.integer = name, integer
         self.shape = np.shape(value)
         self.value = value
+        self.fixed_leading = name is None  # an array written into the model keeps its shape
 
     def _format(self, children):
         return self.name if self.name is not None else f"array{self.shape}"
@@ -265,6 +341,7 @@ class Unary(Expr):
     def __init__(self, op, arg):
         self.op, self.children = op, (arg,)
         self.shape = plate_shape((arg,), lambda: f"{op}({arg.label()})")
+        self.fixed_leading = arg.fixed_leading
 
     def _format(self, children):
         return f"{self.op}({children[0]})"
@@ -276,6 +353,7 @@ class Binary(Expr):
     def __init__(self, op, left, right):
         self.op, self.children = op, (left, right)
         self.shape = plate_shape(self.children, self.label)
+        self.fixed_leading = _leading_fixed(self)
 
     def _format(self, children):
         left, right = children
@@ -291,6 +369,7 @@ class Ternary(Expr):
     def __init__(self, op, first, second, third):
         self.op, self.children = op, (first, second, third)
         self.shape = plate_shape(self.children, self.label)
+        self.fixed_leading = _leading_fixed(self)
 
     def _format(self, children):
         return f"{self.op}({', '.join(children)})"
@@ -452,9 +531,38 @@ class Transpose(Expr):
 
     def __init__(self, arg):
         self.children, self.shape = (arg,), arg.shape[::-1]
+        self.fixed_leading = True  # a matrix's last axis is never rows of data
 
     def _format(self, children):
         return f"{children[0]}.T"
+
+
+class Reshape(Expr):
+    """``x.reshape(shape)`` and ``x[:, None]``: the same elements in C order."""
+
+    def __init__(self, source, shape):
+        shape = [int(n) for n in shape]
+        if shape.count(-1) > 1 or any(n < -1 for n in shape):
+            raise ModelError(f"{source.label()}.reshape{tuple(shape)}: lengths are >= 0, one may be -1")
+        size, known = np.prod(source.shape, dtype=int), np.prod([n for n in shape if n != -1], dtype=int)
+        if -1 in shape and known > 0 and size % known == 0:
+            shape[shape.index(-1)] = int(size // known)
+        if -1 in shape or np.prod(shape, dtype=int) != size:
+            raise ModelError(f"{source.label()}: cannot reshape shape {source.shape} ({size} elements) "
+                             f"into {tuple(shape)}")
+        self.children, self.shape = (source,), tuple(shape)
+        self.fixed_leading = source.fixed_leading if self.keeps_rows else True
+
+    @property
+    def keeps_rows(self):
+        """Whether the first axis stays as it is (``x[:, None]``): reshaping the
+        events of rows, which data of another length keep."""
+        (source,) = self.children
+        return (source.ndim >= 1 and self.ndim >= 1 and self.shape[0] == source.shape[0]
+                and np.prod(self.shape[1:], dtype=int) == np.prod(source.shape[1:], dtype=int))
+
+    def _format(self, children):
+        return f"{children[0]}.reshape{self.shape}"
 
 
 class Take(Expr):

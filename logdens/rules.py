@@ -296,8 +296,10 @@ def batched_result(node, value, batch):
 
 def leading(node, below):
     """``(child, length)`` of the children that share ``node``'s leading axis (of
-    its rank): a child of lower rank broadcasts along its trailing axes."""
-    return [(c, n) for c, n in zip(node.children, below) if c.ndim == node.ndim]
+    its rank): a child of lower rank broadcasts along its trailing axes, and
+    one whose leading axis is a length 1 that stretches (``expr.plate_shape``)
+    along it."""
+    return [(c, n) for c, n in zip(node.children, below) if c.ndim == node.ndim and not ex.stretches_leading(c, node.shape)]
 
 
 class MatMulRule(Rule):
@@ -404,6 +406,35 @@ class TransposeRule(Rule):
 
     def sized(self, node, below, walk):
         return tuple(below[0][::-1])
+
+
+class ReshapeRule(Rule):
+    """``x.reshape(shape)``, ``x[:, None]``: the same elements, so the same flat
+    positions in a buffer; rows of data keep their axis (``Reshape.keeps_rows``)."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (AT_ROW,) if node.keeps_rows else (WHOLE,)
+
+    def evaluate(self, node, args, values, batch):
+        (x,) = lifted_each(node, args, batch)
+        lead = 1 if batch else 0
+        shape = (x.shape[lead],) + node.shape[1:] if node.keeps_rows else node.shape
+        return batched_result(node, np.reshape(x, x.shape[:lead] + shape), batch)
+
+    def length(self, node, below, ctx):
+        return below[0] if node.keeps_rows else (node.shape[0] if node.shape else None)
+
+    def sized(self, node, below, walk):
+        """The first axis keeps a run-time length where the rows keep their axis;
+        every other length is the build's."""
+        if not node.keeps_rows:
+            return super().sized(node, below, walk)
+        (source,) = node.children
+        for built, n in zip(source.shape[1:], below[0][1:]):
+            walk.unify(n, built, node)
+        return (below[0][0],) + node.shape[1:]
 
 
 class TakeRule(Rule):
@@ -717,6 +748,7 @@ RULES = {
     ex.Element: ElementRule(), ex.Length: LengthRule(), ex.LogSumExp: LogSumExpRule(),
     ex.Cumsum: CumsumRule(), ex.MatMul: MatMulRule(), ex.Reduce: ReduceRule(),
     ex.LogSoftmax: LogSoftmaxRule(), ex.Transpose: TransposeRule(), ex.Take: TakeRule(),
+    ex.Reshape: ReshapeRule(),
     linalg.Cholesky: CholeskyRule(), linalg.AddDiag: AddDiagRule(), gp.GPCov: GPCovRule(),
     linalg.SolveTriangular: SolveTriangularRule(), linalg.CholeskyLogDet: CholeskyLogDetRule(),
     linalg.Stack: StackRule(),

@@ -214,7 +214,8 @@ class ShapedTerm:
             reads_rows = rows and (_rule(node).elementwise or (isinstance(node, _Kernel) and not node.spec.multivariate))
             children = []
             for child, new in zip(node.children, below):
-                if reads_rows and not rowed[id(child)] and child.ndim == node.ndim >= 1:
+                if (reads_rows and not rowed[id(child)] and child.ndim == node.ndim >= 1
+                        and not ex.stretches_leading(child, node.shape)):
                     new = wrapped.setdefault(id(child), _RowsOf(new))
                 children.append(new)
             if all(new is old for new, old in zip(children, node.children)):
@@ -247,7 +248,9 @@ class ShapedTerm:
     def _classify(self, node):
         kids = [self.info[id(c)] for c in node.children]
         shape = self._shape(node)
-        if (_rule(node).data and node.ndim >= 1 and id(node) not in self.event_data) or isinstance(node, _RowsOf):
+        if isinstance(node, _RowsOf):  # a whole value read at the rows of data found below its reader
+            rowed = True
+        elif _rule(node).data and node.ndim >= 1 and id(node) not in self.event_data:
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
         else:
@@ -362,7 +365,8 @@ class ShapedTerm:
                 buffer = self.partials[id(parent)][j]
             elif kind == "elementwise" and same and OPS[parent.op].derivatives[j] == "1.0":
                 buffer = self.info[id(parent)].adjoint
-            elif kind in ("elementwise", "kernel", "reduce", "log_softmax") or (kind == "matmul" and j == 0):
+            elif (kind in ("elementwise", "kernel") and same) or kind in ("reduce", "log_softmax") or (
+                    kind == "matmul" and j == 0):  # one contribution per element (a stretched axis: several)
                 self.assigned.add(id(node))
                 continue
             else:
@@ -518,13 +522,18 @@ class ShapedTerm:
             if kid.rowed and len(kid.event) != len(event):
                 raise ModelError(f"{self.where}: {child.label()} (shape {child.shape}) and {node.label()}: "
                                  "row-aligned values combine only with values of their own rank")
-            if not kid.rowed and len(kid.event) > len(event):
+            kid_event = kid.event
+            while not kid.rowed and len(kid_event) > len(event) and kid_event[0] == 1:
+                kid_event = kid_event[1:]  # a stretched leading 1 (``c`` of shape (1, k) at each row)
+            if not kid.rowed and len(kid_event) > len(event):
                 raise ModelError(f"{self.where}: {child.label()} has shape {child.shape}, which would "
                                  f"broadcast along the rows of data in {node.label()}")
-            shapes[id(child)] = (kid.rowed, kid.event)
+            shapes[id(child)] = (kid.rowed, kid_event)
+
         def same(s):  # the node's event, or one element
             return s == event or sizes.is_one(math.prod(s))
-        if info.rowed and not fixed_row and not self.thread and all(same(s) for _, s in shapes.values()):
+        if info.rowed and not fixed_row and not self.thread and all(
+                s == event if rowed else same(s) for rowed, s in shapes.values()):
             def flat_index(child):
                 rowed, s = shapes.get(id(child), (False, ()))
                 return "q" if rowed else f"q % {size}" if s == event and not sizes.is_one(size) else "0"
@@ -779,6 +788,16 @@ class ShapedTerm:
         a, b = self._shape(x)
         return [f"for i in range({a}):", f"    for j in range({b}):",
                 f"        {info.value}[j * {a} + i] = {self._whole(x)}[i * {b} + j]"]
+
+    def _fwd_reshape(self, node, info):
+        """A copy in flat order: the element positions are the same."""
+        xi = self.info[id(node.children[0])]
+        if xi.rowed and not node.keeps_rows:
+            raise ModelError(f"{self.where}: {node.label()}: the rows of data keep their axis; only the "
+                             "axes of each row's values can be reshaped")
+        at = self._row_element_of(info.rowed)
+        return self._rows([f"for k in range({info.size}):", f"    {at(info.value, 'k')} = {at(xi.value, 'k')}"],
+                          info.rowed)
 
     def _take_map(self, node):
         """(source info, lines header, source flat index code, own flat index code) of ``Take``."""
@@ -1121,6 +1140,12 @@ class ShapedTerm:
         return [f"for i in range({a}):", f"    for j in range({b}):",
                 f"        {self.info[id(x)].adjoint}[i * {b} + j] += {info.adjoint}[j * {a} + i]"]
 
+    def _rev_reshape(self, node, info, kids, fixed_row):
+        xi = self.info[id(node.children[0])]
+        at = self._row_element_of(info.rowed)
+        lines = [f"for k in range({info.size}):", f"    {at(xi.adjoint, 'k')} += {at(info.adjoint, 'k')}"]
+        return self._rows(lines, info.rowed, fixed_row)
+
     def _rev_take(self, node, info, kids, fixed_row):
         xi, src, dst, outer, inner = self._take_map(node)
         at = self._row_element_of(info.rowed)
@@ -1419,7 +1444,8 @@ KINDS = {
     ex.Param: "param", ex.Data: "data", ex.Unary: "elementwise", ex.Binary: "elementwise",
     ex.Ternary: "elementwise", ex.LogPdf: "kernel", _Kernel: "kernel", ex.MatMul: "matmul",
     ex.MatVec: "matmul", ex.Reduce: "reduce", ex.LogSoftmax: "log_softmax", ex.Transpose: "transpose",
-    ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum", ex.Gather: "gather",
+    ex.Reshape: "reshape", ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum",
+    ex.Gather: "gather",
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
     linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
     scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",
@@ -1428,8 +1454,8 @@ KINDS = {
 
 #: The kinds a GPU thread lowers (``thread``); the others call CPU kernels that
 #: allocate or call BLAS (multivariate densities, linear algebra).
-THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "take",
-                "element", "slice", "sum", "gather", "rows_of", "placeholder", "scan", "scan_outputs", "stack"}
+THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "reshape",
+                "take", "element", "slice", "sum", "gather", "rows_of", "placeholder", "scan", "scan_outputs", "stack"}
 
 
 def thread_unsupported(term):

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from logdens import expr as ex
 from logdens import rules, sizes
 from logdens.distributions.constraints import contains, describe
 from logdens.distributions.frozen import _first_violation
@@ -88,9 +89,11 @@ def check_terms(model, layout, arrays, fixed_whole=False):
             continue
         spec = term.dist.spec
         args = term.args
-        ranks = [len(b) for b in spec.split_shapes([a.shape for a in args])[0]]  # without event axes
-        top = max(ranks)  # lower ranks broadcast along trailing axes
-        rules.agree([(a, n) for (a, n), rank in zip(lengths, ranks) if rank == top and rank > 0], where)
+        batches = spec.split_shapes([a.shape for a in args])[0]  # without event axes
+        top = max(len(b) for b in batches)  # lower ranks broadcast along trailing axes
+        plate = np.broadcast_shapes(*batches)
+        rules.agree([(a, n) for (a, n), b in zip(lengths, batches)
+                     if len(b) == top > 0 and not ex.stretches_leading(a, plate)], where)
         known = {n: _fixed_value(a, arrays, layout) for n, a in zip(spec.arg_names, args)}
         known = {n: v for n, v in known.items() if v is not None}
         checks = [("x", spec.support, "value")] + [(p.name, p.constraint, "parameter") for p in spec.params]

@@ -229,6 +229,21 @@ def shaped_misc():
     return m, RNG.normal(scale=0.5, size=6 + 2 + 1)
 
 
+def new_axes():
+    """Rows of data with a new axis times a vector (``x[:, None] * w``), a
+    (1, k) parameter stretched over the rows, an outer product of two vectors
+    and a flattened weight matrix."""
+    x, Y = RNG.normal(size=N), RNG.normal(size=(N, 3))
+    m = ld.Model()
+    w = m.param("w", ld.Normal(0, 1), shape=3)
+    c = m.param("c", ld.Normal(0, 1), shape=(1, 3))
+    a = m.param("a", ld.Normal(0, 1), shape=2)
+    s = m.param("s", ld.HalfNormal(1))
+    m.observe("Y", ld.Normal(ld.tanh(m.data("x", x)[:, None] * w + c), s), Y)
+    m.potential("outer", ld.sum(-ld.square(a[:, None] * w[None, :] - c).reshape(-1)))
+    return m, RNG.normal(scale=0.5, size=3 + 3 + 2 + 1)
+
+
 CASES = {
     "poisson": _engine(poisson), "normal": _engine(normal), "potential": _engine(potential),
     "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
@@ -237,6 +252,7 @@ CASES = {
     "scalars": scalars,
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
     "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather, "shaped_misc": shaped_misc,
+    "new_axes": new_axes,
 }
 
 

@@ -1,0 +1,188 @@
+"""Indexing with ``None`` and ``...``, ``reshape``, and broadcasting along a
+length-1 axis (``sd[:, None] * L``), as numpy users write them.
+
+References: numpy's own indexing and broadcasting for shapes and values (the
+numpy evaluator), scipy's multivariate normal, and the helpers of
+``test_shaped`` (the kernels' numpy densities at the evaluator's values to
+1e-10; gradients against 5-point finite differences, rtol 1e-6; the
+compiled module against its Python twin; per-sample rows summing to their
+term's gradient).
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import logdens as ld
+from logdens.evaluate import evaluate
+from logdens.expr import ModelError
+from engine_helpers import check_gradient, per_sample_rows
+from test_shaped import check_model
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+INDICES = [(slice(None), None), (None,), (None, slice(None)), (Ellipsis, None), (0, None), (slice(1, None), None),
+           (None, Ellipsis), (Ellipsis,), (None, None)]
+MATRIX_INDICES = [(slice(None), None), (slice(None), None, slice(None)), (None,), (Ellipsis, None), (1, None),
+                  (None, slice(None), 2), (slice(None), 0, None)]
+
+
+@pytest.mark.parametrize("index", INDICES)
+def test_vector_indices_give_numpy_shapes_and_values(index):
+    m = ld.Model()
+    a = m.param("a", shape=3)
+    value = np.array([0.5, -1.0, 2.0])
+    expr = a[index]
+    assert expr.shape == value[index].shape
+    np.testing.assert_array_equal(evaluate(expr, {"a": value}), value[index])
+
+
+@pytest.mark.parametrize("index", MATRIX_INDICES)
+def test_matrix_indices_give_numpy_shapes_and_values(index):
+    m = ld.Model()
+    W = m.param("W", shape=(3, 4))
+    value = np.arange(12.0).reshape(3, 4)
+    expr = W[index]
+    assert expr.shape == value[index].shape
+    np.testing.assert_array_equal(evaluate(expr, {"W": value}), value[index])
+
+
+def test_reshape_as_numpy():
+    m = ld.Model()
+    W = m.param("W", shape=(3, 4))
+    value = np.arange(12.0).reshape(3, 4)
+    for shape in [(12,), (-1,), (4, 3), (2, -1), (3, 2, 2), (1, 12)]:
+        assert W.reshape(shape).shape == value.reshape(shape).shape == W.reshape(*shape).shape
+        np.testing.assert_array_equal(evaluate(W.reshape(shape), {"W": value}), value.reshape(shape))
+    for shape in [(5,), (-1, -1), (5, -1), (-2, 6)]:
+        with pytest.raises(ModelError, match="reshape"):
+            W.reshape(shape)
+
+
+def test_sum_and_mean_methods_are_the_functions():
+    m = ld.Model()
+    W = m.param("W", shape=(3, 4))
+    value = np.arange(12.0).reshape(3, 4)
+    assert evaluate(W.sum(), {"W": value}) == value.sum()
+    np.testing.assert_allclose(evaluate(W.mean(axis=0), {"W": value}), value.mean(axis=0), rtol=1e-15)
+    np.testing.assert_allclose(evaluate(W.sum(axis=1), {"W": value}), value.sum(axis=1), rtol=1e-15)
+
+
+def test_a_length_one_axis_stretches_where_it_cannot_hold_rows_of_data():
+    m = ld.Model()
+    a, b = m.param("a", shape=3), m.param("b", shape=4)
+    W, row = m.param("W", shape=(3, 4)), m.param("row", shape=(1, 4))
+    assert (a[:, None] * b[None, :]).shape == (3, 4)
+    assert (a[:, None] * W).shape == (3, 4) and (W * a[:, None]).shape == (3, 4)
+    assert (2.0 * a[:, None] + b).shape == (3, 4)  # still a new axis after an elementwise op
+    assert (row * W).shape == (3, 4) and (row.T * a).shape == (4, 3)
+    assert (np.ones((1, 4)) * W).shape == (3, 4)  # an array written into the model keeps its shape
+    X = m.data("X", np.ones((1, 4)))  # one row today, maybe five after set_data
+    with pytest.raises(ModelError, match="do not broadcast"):
+        X * W
+    with pytest.raises(ModelError, match="has length 3 but"):
+        a + m.param("c", shape=1)  # vectors never stretch
+
+
+def _lkj_model(Y, factor):
+    m = ld.Model()
+    L = m.param("L", ld.LKJCholesky(3, 2.0))
+    sd = m.param("sd", ld.HalfNormal(2), shape=3)
+    m.observe("Y", ld.MvNormal(m.data("zero", np.zeros(3)), scale_tril=factor(sd, L)), Y)
+    return m
+
+
+def test_scales_times_a_correlation_factor_as_numpy_writes_it(rng):
+    """``sd[:, None] * L`` is Stan's ``diag_pre_multiply(sd, L)``: the same
+    density and gradient; its likelihood is scipy's."""
+    Y = rng.normal(size=(40, 3)) * [1.0, 2.0, 0.5]
+    density = _lkj_model(Y, lambda sd, L: sd[:, None] * L).compile()
+    stan = _lkj_model(Y, ld.diag_pre_multiply).compile()
+    theta = rng.normal(size=density.dim) * 0.5
+    lp, grad = density.log_density_gradient(theta, propto=False)
+    lp_stan, grad_stan = stan.log_density_gradient(theta, propto=False)
+    assert np.isclose(lp, lp_stan, rtol=1e-13)
+    np.testing.assert_allclose(grad, grad_stan, rtol=1e-12, atol=1e-12)
+    check_gradient(density, theta, rng)
+    values = density.constrain(theta)
+    factor = values["sd"][:, None] * values["L"]
+    want = stats.multivariate_normal(np.zeros(3), factor @ factor.T).logpdf(Y)
+    np.testing.assert_allclose(density.pointwise_log_likelihood(theta)["Y"], want, rtol=1e-12)
+    rows = per_sample_rows(density, theta, "Y")
+    assert rows.shape == (40, density.dim)
+
+
+def test_an_outer_product_of_vectors_in_a_potential(rng):
+    m = ld.Model()
+    a = m.param("a", ld.Normal(0, 1), shape=3)
+    b = m.param("b", ld.Normal(0, 1), shape=4)
+    target = m.data("T", rng.normal(size=(3, 4)))
+    m.potential("fit", ld.sum(-ld.square(a[:, None] * b[None, :] - target)))
+    check_model(m, rng)
+
+
+def test_rows_of_data_with_a_new_axis_times_a_vector(rng):
+    """``x[:, None] * w``: each row's scalar stretched over the row's event, the
+    adjoint of the vector summed over rows and of the stretched axis per row."""
+    n = 25
+    x, Y = rng.normal(size=n), rng.normal(size=(n, 4))
+    m = ld.Model()
+    w = m.param("w", ld.Normal(0, 1), shape=4)
+    c = m.param("c", ld.Normal(0, 1), shape=(1, 4))
+    s = m.param("s", ld.HalfNormal(1))
+    xs = m.data("x", x)
+    m.observe("Y", ld.Normal(ld.tanh(xs[:, None] * w + c), s), Y)
+    density, theta = check_model(m, rng, per_sample=("Y",))
+    values = density.constrain(theta)
+    mean = np.tanh(x[:, None] * values["w"] + values["c"])
+    assert np.isclose(density.pointwise_log_likelihood(theta)["Y"].sum(),
+                      stats.norm.logpdf(Y, mean, values["s"]).sum(), rtol=1e-12)
+    # the rows keep a run-time length: new data of another length, no compile
+    source = density.source
+    x2, Y2 = rng.normal(size=2 * n), rng.normal(size=(2 * n, 4))
+    density.set_data(x=x2, Y=Y2)
+    mean = np.tanh(x2[:, None] * values["w"] + values["c"])
+    assert density.source == source
+    assert np.isclose(density.pointwise_log_likelihood(theta)["Y"].sum(),
+                      stats.norm.logpdf(Y2, mean, values["s"]).sum(), rtol=1e-12)
+
+
+def test_a_one_row_parameter_as_a_distribution_argument(rng):
+    """``Normal(c, s)`` with ``c`` of shape (1, 4) over rows of (n, 4): numpy's
+    broadcasting; the rows keep a run-time length."""
+    Y = rng.normal(size=(30, 4))
+    m = ld.Model()
+    c = m.param("c", ld.Normal(0, 1), shape=(1, 4))
+    s = m.param("s", ld.HalfNormal(1))
+    m.observe("Y", ld.Normal(c, s), Y)
+    density, theta = check_model(m, rng, per_sample=("Y",))
+    values = density.constrain(theta)
+    np.testing.assert_allclose(density.pointwise_log_likelihood(theta)["Y"],
+                               stats.norm.logpdf(Y, values["c"], values["s"]).sum(axis=1), rtol=1e-12)
+    density.set_data(Y=Y[:7])
+    np.testing.assert_allclose(density.pointwise_log_likelihood(theta)["Y"],
+                               stats.norm.logpdf(Y[:7], values["c"], values["s"]).sum(axis=1), rtol=1e-12)
+
+
+def test_reshaped_values_in_a_likelihood(rng):
+    """A row's event reshaped (the rows kept) and a flattened weight matrix."""
+    n = 20
+    X, Y = rng.normal(size=(n, 3)), rng.normal(size=(n, 2))
+    m = ld.Model()
+    W = m.param("W", shape=(3, 4))
+    m.potential("prior", ld.sum(ld.Normal(0, 1).logpdf(W.reshape(-1))))
+    rows = (m.data("X", X) @ W).reshape(n, 2, 2)
+    m.observe("Y", ld.Normal(ld.sum(rows, axis=2), 1.0), Y)
+    check_model(m, rng, per_sample=("Y",))
+
+
+def test_the_rows_of_data_cannot_be_reshaped_away():
+    m = ld.Model()
+    X = m.data("X", np.ones((6, 2)))
+    w = m.param("w", shape=2)
+    m.potential("p", ld.sum(ld.Normal(0, 1).logpdf((X * w).reshape(3, 4))))
+    with pytest.raises(ModelError, match="rows of data keep their axis"):
+        m.compile()
