@@ -9,7 +9,7 @@
 
 Support: x a real vector of length T >= 1 (a series no longer than K is all
 initial values). Parameters: ``rho`` real, a vector of the K >= 1
-coefficients (a number for K = 1), rho_1 multiplying x_{t-1};
+coefficients (a number or a scalar expression for K = 1), rho_1 multiplying x_{t-1};
 ``sigma`` > 0, the innovations' scale; ``init_sigma`` > 0, the scale of
 the K initial values, i.i.d. around 0. No stationarity constraint is put on
 rho (as in PyMC): for an explosive rho (|rho_1| >= 1 for K = 1) the
@@ -184,6 +184,8 @@ class AR(SeriesBase):
     def __init__(self, rho, sigma, init_sigma=1.0, steps=None):
         if is_numeric(rho) and np.ndim(rho) == 0:
             rho = np.reshape(np.asarray(rho, dtype=float), (1,))  # AR(1) from a number
+        elif getattr(rho, "shape", None) == () and hasattr(rho, "reshape"):
+            rho = rho.reshape(1)  # AR(1) from a scalar model expression, as from a number
         self._set_steps(steps)
         super().__init__(rho, sigma, init_sigma)
 
@@ -191,9 +193,6 @@ class AR(SeriesBase):
         # rho's length is the order K, so its shape is checked for model expressions too
         # (a list of expressions has none: the model says what is wrong with it)
         shape = getattr(self.params["rho"], "shape", None)
-        if shape == ():
-            raise InvalidArgumentError("AR: rho is a scalar expression; the coefficients are a vector "
-                                       "of length K (a parameter of shape=1 for an AR(1))")
         if shape is not None and shape[-1] == 0:
             raise InvalidArgumentError(f"AR: rho has shape {shape}; it needs at least one coefficient "
                                        "(K >= 1)")

@@ -32,7 +32,15 @@ def _event(a, index):
 
 
 class MultivariateDistribution(Distribution):
-    """Base of the multivariate distributions; ``spec.events`` names the event axes."""
+    """Base of the multivariate distributions; ``spec.events`` names the event axes.
+
+    ``scalar_events`` names parameters whose event has the value's axes and
+    that may be a scalar, the same number at every position of the event (a
+    location of 0.0, as PyMC and NumPyro users write it): the value's shape
+    gives the length.
+    """
+
+    scalar_events = ()
 
     def _validate_params(self):
         super()._validate_params()
@@ -40,12 +48,19 @@ class MultivariateDistribution(Distribution):
             self._split((None,) + tuple(v.shape for v in self.params.values()))
             self._check_events()
 
+    def scalars(self):
+        """Names of the ``scalar_events`` parameters given as scalars."""
+        return [n for n in self.scalar_events if getattr(self.params[n], "shape", None) == ()]
+
     def _check_events(self):
         """Conditions on whole events of numeric parameters (a positive diagonal,
         say); a subclass raises ``InvalidArgumentError`` naming the argument."""
 
     def _split(self, shapes):
-        """``Spec.split_shapes``, its errors as ``InvalidArgumentError``."""
+        """``Spec.split_shapes`` (``x`` first), its errors as ``InvalidArgumentError``;
+        a scalar of ``scalars()`` takes its event from the others."""
+        scalars = self.scalars()
+        shapes = [None if n in scalars else s for n, s in zip(self.spec.arg_names, shapes)]
         try:
             return self.spec.split_shapes(shapes)
         except ValueError as error:
@@ -71,6 +86,10 @@ class MultivariateDistribution(Distribution):
         """``(batch shape, axis lengths, [each argument broadcast to batch + its event])``."""
         arrays = self._arrays(x)
         batches, lengths = self._split([a.shape for a in arrays])
+        scalars = self.scalars()
+        arrays = [np.full(arrays[0].shape[-1:], a) if n in scalars else a
+                  for n, a in zip(self.spec.arg_names, arrays)]
+        batches = [() if n in scalars else b for n, b in zip(self.spec.arg_names, batches)]
         try:
             batch = np.broadcast_shapes(*batches)
         except ValueError:
@@ -109,6 +128,8 @@ class MultivariateDistribution(Distribution):
             lp[index] = grad(*(_event(a, index) for a in arrays), self.spec.keep_all, work, *outs)
         grads = {n: (p if a.ndim > len(batch) else p[..., 0])
                  for n, a, p in zip(self.spec.arg_names, arrays, partials) if p is not None}
+        for n in self.scalars():  # one number at every position: the sum of their partials
+            grads[n] = grads[n].sum(axis=-1)
         return (lp[()] if lp.ndim == 0 else lp), {n: (g[()] if g.ndim == 0 else g) for n, g in grads.items()}
 
     def draw(self, state, size=None, event=None):

@@ -235,6 +235,7 @@ SPEC = Spec(
 class MvNormal(MultivariateDistribution):
     __doc__ = __doc__
     spec = SPEC
+    scalar_events = ("loc",)
 
     def __init__(self, loc, scale_tril=None, cov=None):
         if (scale_tril is None) == (cov is None):

@@ -168,6 +168,7 @@ SPEC = Spec(
 class MvStudentT(MultivariateDistribution):
     __doc__ = __doc__
     spec = SPEC
+    scalar_events = ("loc",)
 
     def _check_events(self):
         check_scale_tril("MvStudentT", self.params["scale_tril"])

@@ -14,7 +14,7 @@ from logdens.distributions.frozen import Distribution
 from logdens import bounds
 from logdens import dims as dimensions
 from logdens import transforms
-from logdens.expr import Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
+from logdens.expr import FUNCTIONS, Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
 from logdens.expr import sum as expr_sum
 from logdens.mixture import Mixture
 
@@ -59,8 +59,13 @@ class Term(NamedTuple):
 
 
 def make_term(name, kind, dist, value):
-    """A term with its distribution's parameters turned into expressions once."""
-    params = () if dist is None else tuple(as_expr(v) for v in dist.params.values())
+    """A term with its distribution's parameters turned into expressions once; a
+    multivariate one's scalar location stretched over the value's shape."""
+    if dist is None:
+        return Term(name, kind, dist, value, (value,))
+    scalars = dist.scalars() if dist.spec.multivariate else ()
+    params = tuple(FUNCTIONS["broadcast_like"](v, value) if n in scalars else as_expr(v)
+                   for n, v in dist.params.items())
     return Term(name, kind, dist, value, (value,) + params)
 
 

@@ -80,6 +80,9 @@ OPS = {op.name: op for op in (
     *(Op(name, 2, _indicator(fn), f"(1.0 if {{0}} {symbol} {{1}} else 0.0)", ("0.0", "0.0"), symbol=symbol)
       for name, fn, symbol in (("lt", np.less, "<"), ("le", np.less_equal, "<="),
                                ("gt", np.greater, ">"), ("ge", np.greater_equal, ">="))),
+    # broadcast_like(a, b): a at every element of b's shape, b's values unused (a scalar
+    # location stretched over a multivariate value's event)
+    Op("broadcast_like", 2, lambda a, b: np.add(a, np.zeros(np.shape(b))), "{0}", ("1.0", "0.0")),
     # where(c, a, b): a where c is not 0, else b (a select: loops still vectorize)
     Op("where", 3, lambda c, a, b: np.where(c != 0, a, b), "({1} if {0} != 0.0 else {2})",
        ("0.0", "(1.0 if {0} != 0.0 else 0.0)", "(0.0 if {0} != 0.0 else 1.0)")),

@@ -117,6 +117,8 @@ class ExprPrinter:
     def _binary(self, node):
         left, right = node.children
         symbol = OPS[node.op].symbol
+        if node.op == "broadcast_like" and isinstance(right, (ex.Param, ex.Data)):  # a location as written
+            return self(left), ATOM
         if symbol is None:
             return f"{node.op}({self(left)}, {self(right)})", ATOM
         p = _PRECEDENCE[symbol]

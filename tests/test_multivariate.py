@@ -115,6 +115,59 @@ def test_mvnormal_prior_on_a_vector():
                                -np.linalg.solve(cov, theta - [1.0, -1.0]), rtol=1e-12)
 
 
+def test_a_scalar_location_is_the_same_number_in_every_entry():
+    """``MvNormal(0.0, ...)`` and ``MvNormal(mu, ...)`` with ``mu`` a scalar
+    parameter, as PyMC and NumPyro users write them: scipy's density at
+    ``np.full(d, mu)``; the gradient of ``mu`` the sum of the location's
+    partials (against central differences)."""
+    y, cov = _correlated(3, 30, seed=5)
+    x = np.array([0.3, -1.0, 0.4])
+    assert ld.MvNormal(0.7, cov=cov).logpdf(x) == pytest.approx(
+        stats.multivariate_normal(np.full(3, 0.7), cov).logpdf(x), rel=1e-13)
+    _, grads = ld.MvNormal(0.7, cov=cov).logpdf_grad(y[:4])
+    assert grads["loc"].shape == (4,)
+    np.testing.assert_allclose(grads["loc"], np.linalg.solve(cov, (y[:4] - 0.7).T).sum(axis=0), rtol=1e-12)
+    factor = np.linalg.cholesky(cov)
+    assert ld.MvStudentT(5.0, -0.2, factor).logpdf(x) == pytest.approx(
+        stats.multivariate_t(np.full(3, -0.2), cov, df=5.0).logpdf(x), rel=1e-13)
+    assert ld.MvNormal(0.0, cov=cov).rvs(size=5, seed=1).shape == (5, 3)
+
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 5))
+    z = m.param("z", ld.MvNormal(0.0, scale_tril=factor))
+    m.observe("y", ld.MvNormal(mu, cov=cov), y)
+    assert "MvNormal(0, " in str(m)
+    lp = m.compile()
+    theta = np.array([0.4, 0.3, -0.2, 0.1])
+    expected = (stats.norm(0, 5).logpdf(0.4) + stats.multivariate_normal(np.zeros(3), cov).logpdf(theta[1:])
+                + stats.multivariate_normal(np.full(3, 0.4), cov).logpdf(y).sum())
+    assert lp.log_density(theta, propto=False) == pytest.approx(expected, rel=1e-12)
+    value, grad = lp.log_density_gradient(theta)
+    np.testing.assert_allclose(grad, _central(lp.log_density, theta), rtol=1e-6, atol=1e-6 * np.abs(grad).max())
+    assert lp.per_sample_gradient(theta, "y").sum(0)[0] == pytest.approx(grad[0] + 0.4 / 25, rel=1e-10)
+    assert z.shape == (3,)
+
+
+def test_a_scalar_location_keeps_a_latent_gaussian_process_free_of_its_length(tmp_path):
+    """``MvNormal(0.0, scale_tril=L)`` over inputs of another length: the same
+    generated module (``np.zeros(n)`` would write n into it)."""
+    def latent(n):
+        m = ld.Model()
+        x = m.data("x", np.linspace(0, 1, n))
+        K = ld.add_diag(ld.gp.exp_quad(x, m.param("eta", ld.HalfNormal(1)), 0.3), 1e-6)
+        m.param("f", ld.MvNormal(0.0, scale_tril=ld.cholesky(K)))
+        return m.compile(cache_dir=tmp_path)
+
+    small, large = latent(6), latent(9)
+    assert small.source() == large.source()
+    theta = np.r_[0.1, np.linspace(-0.5, 0.5, 9)]
+    values = large.constrain(theta)
+    xs = np.linspace(0, 1, 9)
+    K = values["eta"] ** 2 * np.exp(-0.5 * (xs[:, None] - xs[None, :]) ** 2 / 0.09) + 1e-6 * np.eye(9)
+    want = stats.halfnorm.logpdf(values["eta"]) + stats.multivariate_normal(np.zeros(9), K).logpdf(theta[1:])
+    assert large.log_density(theta, propto=False, jacobian=False) == pytest.approx(want, rel=1e-9)
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 6])
 def test_cholesky_corr_log_jacobian(d):
     """log|J| of cholesky_corr against the determinant of a numerical Jacobian of

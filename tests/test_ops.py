@@ -59,6 +59,7 @@ POINTS = {
     "gt": [(-1.0, 2.0), (3.0, 1.0)],
     "ge": [(-1.0, 2.0), (3.0, 1.0)],
     "where": [(1.0, 2.5, -3.0), (0.0, 2.5, -3.0)],
+    "broadcast_like": [(1.5, -2.0), (-3.0, 0.0)],
 }
 # Per argument, the singular points (bounds of the domain, poles) that the step
 # must stay well inside of.

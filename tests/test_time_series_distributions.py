@@ -362,8 +362,6 @@ def test_ar_errors_and_support():
     with pytest.raises(InvalidArgumentError, match=r"AR: steps=-1, must be an integer >= 0"):
         ld.AR([0.5], 1.0, steps=-1)
     m = ld.Model()
-    with pytest.raises(InvalidArgumentError, match=r"AR: rho is a scalar expression; .* shape=1"):
-        ld.AR(m.param("r", ld.Normal(0, 1)), 1.0)
     with pytest.raises(InvalidArgumentError, match=r"AR: the series length T is the value's.*T = steps \+ 2"):
         m.param("x", ld.AR(m.param("r2", ld.Normal(0, 1), shape=2), 1.0))
     # a number is an AR(1); rho's length fixes K, steps the rest
@@ -381,6 +379,30 @@ def test_ar_errors_and_support():
     for bad in ((np.array([np.nan]), 1.0, 1.0), (np.array([0.5]), 0.0, 1.0), (np.array([0.5]), 1.0, np.inf)):
         lp, grads = kernel_call(AR_SPEC, (np.ones(4),) + bad, AR_SPEC.keep_all)
         assert lp == -np.inf and all(np.all(g == 0.0) for g in grads.values())
+
+
+def test_ar1_with_a_scalar_parameter_is_ar1_with_a_vector_of_one(tmp_path):
+    """``ld.AR(rho, s)`` with ``rho`` a scalar parameter, as PyMC users write an
+    AR(1): the density and gradient of ``rho`` of shape 1, and scipy's
+    (Normal(0, 1) first value, then Normal(rho x_{t-1}, s))."""
+    y = np.random.default_rng(5).normal(size=30).cumsum() * 0.3
+
+    def model(shape):
+        m = ld.Model()
+        rho = m.param("rho", ld.Normal(0, 0.5), shape=shape)
+        s = m.param("s", ld.HalfNormal(1))
+        m.observe("y", ld.AR(rho, s), y)
+        return m.compile(cache_dir=tmp_path)
+
+    scalar, vector = model(None), model(1)
+    theta = np.array([0.6, -0.4])
+    lp, grad = scalar.log_density_gradient(theta, propto=False)
+    lp1, grad1 = vector.log_density_gradient(theta, propto=False)
+    assert lp == pytest.approx(lp1, rel=1e-14) and np.allclose(grad, grad1, rtol=1e-13, atol=1e-13)
+    rho, s = 0.6, math.exp(-0.4)
+    want = stats.norm(0, 1).logpdf(y[0]) + stats.norm(rho * y[:-1], s).logpdf(y[1:]).sum()
+    assert scalar.pointwise_log_likelihood(theta)["y"].sum() == pytest.approx(want, rel=1e-12)
+    assert scalar.constrain(theta)["rho"].shape == ()
 
 
 def test_ar_draws():
