@@ -791,6 +791,11 @@ def dot(a, b):
     return sum(as_expr(a) * as_expr(b))
 
 
+def clip(x, lower, upper):
+    """``x`` limited to [lower, upper] elementwise (``np.clip``): ``minimum(maximum(x, lower), upper)``."""
+    return FUNCTIONS["minimum"](FUNCTIONS["maximum"](x, lower), upper)
+
+
 def transpose(x):
     """``x.T``."""
     return as_expr(x).T

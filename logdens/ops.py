@@ -80,6 +80,12 @@ OPS = {op.name: op for op in (
     *(Op(name, 2, _indicator(fn), f"(1.0 if {{0}} {symbol} {{1}} else 0.0)", ("0.0", "0.0"), symbol=symbol)
       for name, fn, symbol in (("lt", np.less, "<"), ("le", np.less_equal, "<="),
                                ("gt", np.greater, ">"), ("ge", np.greater_equal, ">="))),
+    # the larger / smaller of two, selects that vectorize; at a tie each side gets half
+    # the derivative (as JAX's maximum)
+    Op("maximum", 2, np.maximum, "max({0}, {1})", ("(1.0 if {0} > {1} else (0.5 if {0} == {1} else 0.0))",
+                                                    "(0.0 if {0} > {1} else (0.5 if {0} == {1} else 1.0))")),
+    Op("minimum", 2, np.minimum, "min({0}, {1})", ("(1.0 if {0} < {1} else (0.5 if {0} == {1} else 0.0))",
+                                                    "(0.0 if {0} < {1} else (0.5 if {0} == {1} else 1.0))")),
     # broadcast_like(a, b): a at every element of b's shape, b's values unused (a scalar
     # location stretched over a multivariate value's event)
     Op("broadcast_like", 2, lambda a, b: np.add(a, np.zeros(np.shape(b))), "{0}", ("1.0", "0.0")),

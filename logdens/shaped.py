@@ -120,6 +120,31 @@ def _flat(shape, names):
     return " + ".join(reversed(terms)) or "0"
 
 
+def _reads_rows(node):
+    """Whether ``node`` reads data with an axis (rows, in a term with them)."""
+    return any(rules.rule(n).data and n.ndim >= 1 for n in ex.nodes(node))
+
+
+def _sum_outermost(value):
+    """A potential's ``-sum(x)``, ``c * sum(x)``, ``sum(x) * c`` and ``sum(x) / c``,
+    ``x`` reading rows of data and ``c`` a scalar that does not, as ``sum(-x)``,
+    ``sum(c * x)``, ...: a sum over the rows must be the potential's outermost
+    node (each block adds its rows' share of it), and a factor distributes."""
+    if isinstance(value, ex.Unary) and value.op == "neg":
+        inner = _sum_outermost(value.children[0])
+        if isinstance(inner, ex.Sum) and _reads_rows(inner):
+            return ex.Sum(-inner.children[0])
+    if isinstance(value, ex.Binary) and value.op in ("mul", "div"):
+        left, right = value.children
+        for k, (total, factor) in enumerate(((left, right), (right, left))[:1 if value.op == "div" else 2]):
+            inner = _sum_outermost(total)
+            if (isinstance(inner, ex.Sum) and _reads_rows(inner) and factor.shape == ()
+                    and not _reads_rows(factor)):
+                x = inner.children[0]
+                return ex.Sum(ex.Binary(value.op, x, factor) if k == 0 else ex.Binary("mul", factor, x))
+    return value
+
+
 class ShapedTerm:
     """Writes one term's lines for a ``codegen.Lowering`` (its layout, gradient,
     per-row target and workspaces); ``mode`` as ``Lowering.term``."""
@@ -134,7 +159,7 @@ class ShapedTerm:
         self.order = []  # nodes, children first
         self.rowed_data = None  # a data node whose rows are the term's rows
         if term.dist is None:
-            value = term.value
+            value = _sum_outermost(term.value)
             while rules.rule(value).adds_rows:  # a potential sum(x): the rows' sum, in their loop
                 value = value.children[0]
             self.root = value

@@ -60,6 +60,8 @@ POINTS = {
     "ge": [(-1.0, 2.0), (3.0, 1.0)],
     "where": [(1.0, 2.5, -3.0), (0.0, 2.5, -3.0)],
     "broadcast_like": [(1.5, -2.0), (-3.0, 0.0)],
+    "maximum": [(1.5, -2.0), (-3.0, 0.5)],
+    "minimum": [(1.5, -2.0), (-3.0, 0.5)],
 }
 # Per argument, the singular points (bounds of the domain, poles) that the step
 # must stay well inside of.
@@ -168,6 +170,21 @@ def test_every_op_compiles_and_agrees_with_the_python_twin():
     assert lp == pytest.approx(lp_py, rel=1e-12)
     np.testing.assert_allclose(grad, grad_py, rtol=1e-12)
     assert lp == pytest.approx(float(evaluate(total, compiled.constrain(theta))), rel=1e-12)
+
+
+def test_maximum_minimum_and_clip_split_a_tie():
+    """``ld.maximum``, ``ld.minimum``, ``ld.clip``: numpy's values; the derivative
+    follows the side chosen, halved at a tie (JAX's convention)."""
+    m = ld.Model()
+    x = m.param("x", shape=4)
+    m.potential("p", ld.sum(ld.maximum(x, 0.5) + 2.0 * ld.minimum(x, 0.5) + 10.0 * ld.clip(x, -1.0, 1.0)))
+    theta = np.array([0.2, 0.5, -3.0, 2.0])
+    want = np.maximum(theta, 0.5) + 2.0 * np.minimum(theta, 0.5) + 10.0 * np.clip(theta, -1.0, 1.0)
+    want_grad = np.array([0.0 + 2.0 + 10.0, 0.5 + 1.0 + 10.0, 2.0, 1.0])
+    for density in (m.compile(), m.compile(backend="python")):
+        lp, grad = density.log_density_gradient(theta)
+        assert lp == pytest.approx(want.sum(), rel=1e-14)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-14)
 
 
 def test_where_with_comparisons_selects_and_differentiates_the_branch():

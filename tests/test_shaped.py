@@ -383,3 +383,18 @@ def test_shape_rules_agree_with_numpy_or_refuse(left, right, op):
             ours()
         return
     assert ours().shape == want
+
+
+@pytest.mark.parametrize("outer", [lambda total, s: -total, lambda total, s: -0.5 * total,
+                                   lambda total, s: total / s, lambda total, s: -(s * total)])
+def test_a_potential_scales_its_sum_over_rows_of_data(outer):
+    """``-ld.sum(...)``, ``c * ld.sum(...)``, ``ld.sum(...) / s`` over rows of a
+    data matrix, as written by hand (a least-squares fit): the factor goes
+    inside the sum, which each block of rows adds into."""
+    rng = np.random.default_rng(11)
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 4))
+    s = m.param("s", ld.HalfNormal(1))
+    T = m.data("T", rng.normal(size=(3, 4)))
+    m.potential("fit", outer(ld.sum(ld.square(W - T)), s))
+    check_model(m, rng)
