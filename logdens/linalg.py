@@ -96,6 +96,19 @@ def stack(values):
     return Stack([ex.as_expr(v) for v in values])
 
 
+def diag(x):
+    """``np.diag``: a vector as the diagonal of a square matrix, or a square matrix's
+    diagonal as a vector; whole values, built by ``stack`` from entries (n^2
+    nodes: for the small matrices of covariance factors)."""
+    x = ex.as_expr(x)
+    if x.ndim == 1:
+        n = x.shape[0]
+        return stack([stack([x[i] if j == i else 0.0 for j in range(n)]) for i in range(n)])
+    if x.ndim == 2 and x.shape[0] == x.shape[1]:
+        return stack([x[i, i] for i in range(x.shape[0])])
+    raise ModelError(f"diag({x.label()}): needs a vector or a square matrix, got shape {x.shape}")
+
+
 def solve_triangular(factor, rhs, trans=False):
     """L⁻¹ b (``trans``: L⁻ᵀ b) for a lower-triangular ``factor`` L, ``rhs`` a vector
     or a matrix: a whitened residual, a GP's predictive mean."""

@@ -218,6 +218,14 @@ class SliceRule(Rule):
                              "a sliced array keeps its length")
         return node.shape[0]
 
+    def sized(self, node, below, walk):
+        """Its bounds on the source's run-time length (``Slice.bounds``); a negative
+        step keeps the build length."""
+        n = below[0][0]
+        if not (node.runtime and isinstance(n, sizes.Size)):
+            return super().sized(node, below, walk)
+        return (sizes.Size(node.bounds(n.code)[1], node.bounds(n.value)[1]),)
+
 
 class ElementRule(Rule):
     """``source[k]``, a constant position: a scalar read once per call."""
@@ -236,6 +244,10 @@ class ElementRule(Rule):
             raise ModelError(f"{ctx.where}: {node.label()} is out of bounds for {node.children[0].label()} "
                              f"of length {below[0]}")
         return None
+
+    def sized(self, node, below, walk):
+        """A scalar from a source of any length (``length`` checks the position)."""
+        return ()
 
 
 class CumsumRule(Rule):

@@ -839,18 +839,29 @@ class ShapedTerm:
                  f"        {at(info.value, dst)} = {at(xi.value, src)}"]
         return self._rows(lines, info.rowed)
 
+    def _position(self, node):
+        """Code of the position ``Element`` ``node`` reads in its source's current length."""
+        n = self._shape(node.children[0])[0]
+        return node.at(n.code if isinstance(n, sizes.Size) else n)
+
+    def _slice_bounds(self, node):
+        """``(start, length)`` of ``Slice`` ``node`` on its source's current length
+        (code where that is read at run time, ``SliceRule.sized``)."""
+        n = self._shape(node.children[0])[0]
+        return node.bounds(n.code) if isinstance(n, sizes.Size) and node.runtime else (node.start, node.shape[0])
+
     def _fwd_element(self, node, info):
         (x,) = node.children
         if self.info[id(x)].rowed:
             raise ModelError(f"{self.where}: {node.label()} picks one row of data")
-        return [f"{info.value}[0] = {self._whole(x)}[{node.position}]"]
+        return [f"{info.value}[0] = {self._whole(x)}[{self._position(node)}]"]
 
     def _fwd_slice(self, node, info):
         (x,) = node.children
         if self.info[id(x)].rowed:
             raise ModelError(f"{self.where}: {node.label()} slices the rows of data")
-        return [f"for j in range({node.shape[0]}):",
-                f"    {info.value}[j] = {self._whole(x)}[{node.start} + {node.step} * j]"]
+        start, length = self._slice_bounds(node)
+        return [f"for j in range({length}):", f"    {info.value}[j] = {self._whole(x)}[{start} + {node.step} * j]"]
 
     def _fwd_sum(self, node, info):
         (x,) = node.children
@@ -1179,11 +1190,12 @@ class ShapedTerm:
         return self._rows(lines, info.rowed, fixed_row)
 
     def _rev_element(self, node, info, kids, fixed_row):
-        return [f"{self.info[id(node.children[0])].adjoint}[{node.position}] += {info.adjoint}[0]"]
+        return [f"{self.info[id(node.children[0])].adjoint}[{self._position(node)}] += {info.adjoint}[0]"]
 
     def _rev_slice(self, node, info, kids, fixed_row):
-        return [f"for j in range({node.shape[0]}):",
-                f"    {self.info[id(node.children[0])].adjoint}[{node.start} + {node.step} * j] += {info.adjoint}[j]"]
+        start, length = self._slice_bounds(node)
+        return [f"for j in range({length}):",
+                f"    {self.info[id(node.children[0])].adjoint}[{start} + {node.step} * j] += {info.adjoint}[j]"]
 
     def _rev_sum(self, node, info, kids, fixed_row):
         x = self.info[id(node.children[0])]

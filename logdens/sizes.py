@@ -9,9 +9,8 @@ same walk runs twice: when the term's code is written, with each data array's
 rows as code (``n_x_5``), so that buffers and loops take their lengths at run
 time; and on every ``set_data``, with the current row counts, so that every
 pair of lengths the code relies on agrees (``SizeWalk.unify``) before it runs.
-A node whose rule cannot take a run-time length (a slice's bounds, resolved
-when the model was built) keeps its build shape, and the data below it keep
-their lengths.
+A node whose rule cannot take a run-time length (a reversed slice) keeps
+its build shape, and the data below it keep their lengths.
 """
 
 import operator

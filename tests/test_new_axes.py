@@ -186,3 +186,26 @@ def test_the_rows_of_data_cannot_be_reshaped_away():
     m.potential("p", ld.sum(ld.Normal(0, 1).logpdf((X * w).reshape(3, 4))))
     with pytest.raises(ModelError, match="rows of data keep their axis"):
         m.compile()
+
+
+def test_diag_as_numpy(rng):
+    """``ld.diag`` of a vector and of a square matrix: numpy's values; a covariance
+    factor ``ld.diag(sd) @ L`` is ``sd[:, None] * L``."""
+    m = ld.Model()
+    v, W = m.param("v", shape=3), m.param("W", shape=(3, 3))
+    values = {"v": np.array([0.5, -1.0, 2.0]), "W": np.arange(9.0).reshape(3, 3)}
+    np.testing.assert_array_equal(evaluate(ld.diag(v), values), np.diag(values["v"]))
+    np.testing.assert_array_equal(evaluate(ld.diag(W), values), np.diag(values["W"]))
+    with pytest.raises(ModelError, match="square matrix"):
+        ld.diag(m.param("R", shape=(2, 3)))
+    Y = rng.normal(size=(30, 3))
+    density = _lkj_model(Y, lambda sd, L: ld.diag(sd) @ L).compile()
+    other = _lkj_model(Y, lambda sd, L: sd[:, None] * L).compile()
+    theta = rng.normal(size=density.dim) * 0.5
+    lp, grad = density.log_density_gradient(theta)
+    lp2, grad2 = other.log_density_gradient(theta)
+    assert np.isclose(lp, lp2, rtol=1e-13) and np.allclose(grad, grad2, rtol=1e-12, atol=1e-12)
+    m = ld.Model()
+    S = m.param("S", ld.Normal(0, 1), shape=(3, 3))
+    m.potential("trace", ld.sum(ld.square(ld.diag(S) - m.data("t", np.array([1.0, 2.0, 3.0])))))
+    check_model(m, rng)

@@ -152,17 +152,33 @@ def test_lengths_that_must_agree_are_checked_on_set_data():
     gp.set_data(**new)  # all three: fine
 
 
-def test_a_node_built_for_one_length_keeps_its_data_at_that_length():
-    """Inside a term with shape a slice's bounds are those resolved when the model
-    was built: the series it slices keeps its length (the scan beside it would
-    take any)."""
-    m = ld.Model()
-    a = m.param("a", ld.Normal(0, 1))
-    x = m.data("x", np.linspace(0, 1, 10))
-    m.potential("p", -ld.sum(ld.scan(lambda c, xt: a * c + xt, 0.0, x[1:]) ** 2))
-    density = m.compile(backend="python")
-    with pytest.raises(ld.ModelError, match=r"x\[1:\] needs the 12 rows of data x and the length 10 it was built with"):
-        density.set_data(x=np.linspace(0, 1, 12))
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_slices_and_elements_inside_a_term_with_shape_follow_a_new_length(backend, tmp_path):
+    """A scan over ``x[1:]`` started at ``x[0]``, and ``x[-1]``: their bounds on
+    the data's current length, as a model built at that length computes
+    them; a reversed slice keeps its build length."""
+    def model(x, step=1):
+        m = ld.Model()
+        a = m.param("a", ld.Normal(0, 1))
+        xs = m.data("x", x)
+        m.potential("p", -ld.sum(ld.scan(lambda c, xt: a * c + xt, xs[0], xs[1::step] if step > 0 else xs[::-1]) ** 2)
+                    + a * xs[-1])
+        return m.compile(backend=backend, cache_dir=tmp_path)
+
+    short, long = np.linspace(0, 1, 10), np.cos(np.arange(17.0))
+    density = model(short)
+    theta = np.array([0.4])
+    for x in (long, short[:2]):
+        density.set_data(x=x)
+        lp, grad = density.log_density_gradient(theta)
+        lp_built, grad_built = model(x).log_density_gradient(theta)
+        assert lp == pytest.approx(lp_built, rel=1e-13) and np.allclose(grad, grad_built, rtol=1e-13)
+    strided = model(short, step=3)
+    strided.set_data(x=long)
+    assert strided.log_density(theta) == pytest.approx(model(long, step=3).log_density(theta), rel=1e-13)
+    reversed_ = model(short, step=-1)
+    with pytest.raises(ld.ModelError, match=r"x\[::-1\] slices x, which had length 10 .* keeps its length"):
+        reversed_.set_data(x=np.linspace(0, 1, 12))
 
 
 def test_the_gpu_backend_keeps_the_build_shapes():
