@@ -39,7 +39,7 @@ from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, tra
 from logdens.layout import module_alias
 from logdens.lines import Accumulator, Workspaces, indent, literal, plus, times
 from logdens.ops import OPS
-from logdens.shaped import ShapedTerm
+from logdens.shaped import ShapedTerm, potential_parts
 from logdens.targets import OWN_ROW, Atomic, ChunkTarget, Entry, Rows, entry
 
 class Block:
@@ -541,12 +541,14 @@ class Lowering:
         """Lines of one term. ``mode``: "lp" adds to ``lp``; "pointwise" writes ``out[i]``;
         "gradient" adds nothing (the gradient alone: numba then drops the
         arithmetic that only the value needs)."""
-        if rules.shaped(term):
-            lines = ShapedTerm(self, term, keep, mode).lines()
-        elif self.grid:
-            lines = self._grid_term(term, keep, mode)
-        else:
-            lines = self._term(term, keep, mode)
+        lines = []
+        for part in potential_parts(term) if rules.shaped(term) else [term]:
+            if rules.shaped(part):
+                lines += ShapedTerm(self, part, keep, mode).lines()
+            elif self.grid:
+                lines += self._grid_term(part, keep, mode)
+            else:
+                lines += self._term(part, keep, mode)
         self.touched |= term.params_read()
         return lines
 

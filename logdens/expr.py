@@ -654,12 +654,13 @@ class Cumsum(Expr):
 
 
 class Length(Expr):
-    """The length of a vector expression's plate as a number, read at run time (a
-    data array's length may change with ``set_data``): ``ld.mean``'s divisor."""
+    """The length of an expression's first axis (its plate) as a number, read at
+    run time (a data array's length may change with ``set_data``): ``ld.mean``'s
+    divisor."""
 
     def __init__(self, source):
-        if source.ndim != 1:
-            raise ModelError(f"len({source.label()}): only vectors have a length")
+        if source.ndim == 0:
+            raise ModelError(f"len({source.label()}): a scalar has no length")
         self.children = (source,)
 
     def depends_on_params(self):
@@ -757,7 +758,10 @@ def mean(x, axis=None):
     x = as_expr(x)
     if axis is not None:
         return Reduce("sum", x, axis) / x.shape[_axis(axis, x.ndim, f"mean({x.label()})")]
-    return x if x.shape == () else Sum(x) / Length(x)
+    if x.shape == ():
+        return x
+    count = Length(x) if x.ndim == 1 else Length(x) * float(np.prod(x.shape[1:]))
+    return Sum(x) / count
 
 
 def logsumexp(x, axis=None):

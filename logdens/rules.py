@@ -276,10 +276,14 @@ class LengthRule(Rule):
         return (WHOLE,)
 
     def evaluate(self, node, args, values, batch):
-        return np.float64(np.shape(args[0])[-1])
+        return np.float64(np.shape(args[0])[-node.children[0].ndim])
 
     def length(self, node, below, ctx):
         return None
+
+    def sized(self, node, below, walk):
+        """A number from any length: nothing to agree."""
+        return ()
 
 
 def lifted(node, args, batch):

@@ -33,7 +33,9 @@ rows into the gradient (atomically: ``targets.GridTarget``). A term without
 rows runs in the point's first thread.
 """
 
+import functools
 import math
+import operator
 
 from logdens import expr as ex
 from logdens import gp, linalg, linalg_kernels, rules, sizes, validate
@@ -121,8 +123,9 @@ def _flat(shape, names):
 
 
 def _reads_rows(node):
-    """Whether ``node`` reads data with an axis (rows, in a term with them)."""
-    return any(rules.rule(n).data and n.ndim >= 1 for n in ex.nodes(node))
+    """Whether ``node`` reads data with an axis (rows, in a term with them) other
+    than for their count (``len``)."""
+    return any(rules.rule(n).data and n.ndim >= 1 for n in ex.nodes(node, stop=lambda n: isinstance(n, ex.Length)))
 
 
 def _sum_outermost(value):
@@ -143,6 +146,32 @@ def _sum_outermost(value):
                 x = inner.children[0]
                 return ex.Sum(ex.Binary(value.op, x, factor) if k == 0 else ex.Binary("mul", factor, x))
     return value
+
+
+def potential_parts(term):
+    """A scalar potential ``a + b - c`` with addends that sum over rows of data, as
+    one term per such addend and one for the rest (a prior written beside a
+    likelihood): each sum over the rows needs a loop over them of its own, as
+    its potential's outermost node (``_sum_outermost``)."""
+    if term.kind != "potential":
+        return [term]
+    addends = _addends(term.value)
+    rows = [a for a in addends if _reads_rows(a)]
+    if len(addends) == 1 or not rows:
+        return [term]
+    rest = [a for a in addends if not _reads_rows(a)]
+    parts = rows + ([functools.reduce(operator.add, rest)] if rest else [])
+    return [term._replace(value=part, args=(part,)) for part in parts]
+
+
+def _addends(node, sign=1.0):
+    """``node`` as a list of expressions that add up to it (``a - b`` is ``[a, -b]``)."""
+    if isinstance(node, ex.Binary) and node.op in ("add", "sub"):
+        left, right = node.children
+        return _addends(left, sign) + _addends(right, sign if node.op == "add" else -sign)
+    if isinstance(node, ex.Unary) and node.op == "neg":
+        return _addends(node.children[0], -sign)
+    return [node if sign > 0 else -node]
 
 
 class ShapedTerm:
@@ -278,8 +307,8 @@ class ShapedTerm:
         elif _rule(node).data and node.ndim >= 1 and id(node) not in self.event_data:
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
-        else:
-            rowed = any(k.rowed for k in kids)
+        else:  # a count of rows (``len``) is a whole number
+            rowed = any(k.rowed for k in kids) and not isinstance(node, ex.Length)
         event = shape[1:] if rowed else shape
         if _kind(node) == "event_kernel":
             self._check_events(node, kids, event)
@@ -862,6 +891,9 @@ class ShapedTerm:
             raise ModelError(f"{self.where}: {node.label()} slices the rows of data")
         start, length = self._slice_bounds(node)
         return [f"for j in range({length}):", f"    {info.value}[j] = {self._whole(x)}[{start} + {node.step} * j]"]
+
+    def _fwd_length(self, node, info):
+        return [f"{info.value}[0] = float({self._shape(node.children[0])[0]})"]
 
     def _fwd_sum(self, node, info):
         (x,) = node.children
@@ -1482,7 +1514,7 @@ KINDS = {
     ex.Ternary: "elementwise", ex.LogPdf: "kernel", _Kernel: "kernel", ex.MatMul: "matmul",
     ex.MatVec: "matmul", ex.Reduce: "reduce", ex.LogSoftmax: "log_softmax", ex.Transpose: "transpose",
     ex.Reshape: "reshape", ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum",
-    ex.Gather: "gather",
+    ex.Gather: "gather", ex.Length: "length",
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
     linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
     scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",
@@ -1492,7 +1524,8 @@ KINDS = {
 #: The kinds a GPU thread lowers (``thread``); the others call CPU kernels that
 #: allocate or call BLAS (multivariate densities, linear algebra).
 THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "reshape",
-                "take", "element", "slice", "sum", "gather", "rows_of", "placeholder", "scan", "scan_outputs", "stack"}
+                "take", "element", "slice", "sum", "gather", "length", "rows_of", "placeholder", "scan",
+                "scan_outputs", "stack"}
 
 
 def thread_unsupported(term):

@@ -398,3 +398,30 @@ def test_a_potential_scales_its_sum_over_rows_of_data(outer):
     T = m.data("T", rng.normal(size=(3, 4)))
     m.potential("fit", outer(ld.sum(ld.square(W - T)), s))
     check_model(m, rng)
+
+
+@pytest.mark.parametrize("write", ["likelihood and prior", "two sums over rows", "a constant", "mean"])
+def test_a_potential_adds_sums_over_rows_to_other_values(write):
+    """A hand-written log density in one potential: a sum over rows of data beside
+    a prior on the weights, a second sum over rows, a constant, or a mean over
+    rows: each sum over the rows gets its own loop over them. The mean divides
+    by the rows' current count (``set_data``)."""
+    rng = np.random.default_rng(12)
+    X, T = rng.normal(size=(30, 3)), rng.normal(size=(30, 4))
+    m = ld.Model()
+    W = m.param("W", shape=(3, 4))
+    Xn = m.data("X", X)
+    fit = ld.square(Xn @ W - m.data("T", T))
+    value = {"likelihood and prior": ld.sum(-fit) - 0.5 * ld.sum(W ** 2),
+             "two sums over rows": -0.5 * ld.sum(fit) + ld.sum(ld.tanh(Xn @ W)) - ld.sum(W ** 2),
+             "a constant": 3.0 - ld.sum(fit),
+             "mean": -ld.mean(fit) - W.mean() ** 2}[write]
+    m.potential("p", value)
+    density, theta = check_model(m, rng)
+    if write == "mean":
+        density.set_data(X=X[:7], T=T[:7])
+        values = {**density.constrain(theta), **density._arrays}
+        assert density.log_density(theta) == pytest.approx(float(evaluate(value, values)), rel=1e-12)
+        W_value = theta.reshape(3, 4)
+        assert density.log_density(theta) == pytest.approx(
+            -np.mean((X[:7] @ W_value - T[:7]) ** 2) - W_value.mean() ** 2, rel=1e-12)
