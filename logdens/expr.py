@@ -170,13 +170,13 @@ class Expr:
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return Reshape(self, shape)
 
-    def sum(self, axis=None):
-        """``ld.sum(self, axis)``."""
-        return sum(self, axis)
+    def sum(self, axis=None, keepdims=False):
+        """``ld.sum(self, axis, keepdims)``."""
+        return sum(self, axis, keepdims)
 
-    def mean(self, axis=None):
-        """``ld.mean(self, axis)``."""
-        return mean(self, axis)
+    def mean(self, axis=None, keepdims=False):
+        """``ld.mean(self, axis, keepdims)``."""
+        return mean(self, axis, keepdims)
 
     def __getitem__(self, index):
         if index is None or index is Ellipsis or (isinstance(index, tuple) and any(
@@ -744,43 +744,73 @@ globals().update(FUNCTIONS)
 inv_logit = sigmoid = FUNCTIONS["logistic"]
 
 
-def sum(x, axis=None):
-    """Sum over every element (a scalar expression), or along ``axis``."""
+def _along(op, x, axis, keepdims):
+    """``op`` ("sum" or "logsumexp") along ``axis``, an int or a tuple of them (one
+    axis after another, the last first), each reduced axis kept with length 1
+    with ``keepdims``, as numpy's."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    positions = sorted({_axis(a, x.ndim, f"{op}({x.label()}, axis={axis})") for a in axes}, reverse=True)
+    if len(positions) != len(axes):
+        raise ModelError(f"{op}({x.label()}, axis={axis}): an axis is named twice")
+    if len(positions) == x.ndim:
+        out = Sum(x) if op == "sum" else LogSumExp(x if x.ndim == 1 else Reshape(x, [-1]))
+    else:
+        out = x
+        for k in positions:
+            out = Reduce(op, out, k)
+    if keepdims:
+        out = Reshape(out, [1 if k in positions else n for k, n in enumerate(x.shape)])
+    return out
+
+
+def sum(x, axis=None, keepdims=False):
+    """Sum over every element (a scalar expression), or along ``axis`` (an int or a
+    tuple; ``keepdims`` keeps each as a length-1 axis)."""
     x = as_expr(x)
     if axis is not None:
-        return Reduce("sum", x, axis)
+        return _along("sum", x, axis, keepdims)
     return x if x.shape == () else Sum(x)
 
 
-def mean(x, axis=None):
+def mean(x, axis=None, keepdims=False):
     """Mean over every element, divided by the length the data have at run time;
-    along ``axis``, divided by that axis's length."""
+    along ``axis`` (as ``sum``), divided by those axes' lengths."""
     x = as_expr(x)
     if axis is not None:
-        return Reduce("sum", x, axis) / x.shape[_axis(axis, x.ndim, f"mean({x.label()})")]
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        count = np.prod([x.shape[_axis(a, x.ndim, f"mean({x.label()})")] for a in axes])
+        return _along("sum", x, axis, keepdims) / float(count)
     if x.shape == ():
         return x
     count = Length(x) if x.ndim == 1 else Length(x) * float(np.prod(x.shape[1:]))
     return Sum(x) / count
 
 
-def logsumexp(x, axis=None):
+def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` over every element of a vector (a scalar expression),
-    or along ``axis`` (for a pair of expressions, ``ld.logaddexp``)."""
+    or along ``axis`` (as ``sum``; for a pair of expressions, ``ld.logaddexp``)."""
     x = as_expr(x)
     if axis is not None:
-        return Reduce("logsumexp", x, axis)
+        return _along("logsumexp", x, axis, keepdims)
     return x if x.shape == () else LogSumExp(x)
 
 
-def log_softmax(x):
+def _last_axis(x, axis, what):
+    """``x`` as an expression, after checking that ``axis`` names its last axis."""
+    x = as_expr(x)
+    if x.ndim and _axis(axis, x.ndim, f"{what}({x.label()})") != x.ndim - 1:
+        raise ModelError(f"{what}({x.label()}, axis={axis}): along the last axis only (transpose first)")
+    return x
+
+
+def log_softmax(x, axis=-1):
     """``x - logsumexp(x)`` along the last axis, computed stably."""
-    return LogSoftmax(as_expr(x))
+    return LogSoftmax(_last_axis(x, axis, "log_softmax"))
 
 
-def softmax(x):
+def softmax(x, axis=-1):
     """``exp(log_softmax(x))``: probabilities along the last axis."""
-    return FUNCTIONS["exp"](log_softmax(x))
+    return FUNCTIONS["exp"](log_softmax(x, axis))
 
 
 def cumsum(x):

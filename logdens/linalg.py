@@ -90,10 +90,16 @@ class Stack(ex.Expr):
         return f"stack([{', '.join(children)}])"
 
 
-def stack(values):
-    """``[a, b, ...]`` as one expression of shape (k, *shape): whole values only
+def stack(values, axis=0):
+    """``[a, b, ...]`` as one expression of shape (k, *shape) (``axis=0``), or of
+    shape (n, k) for vectors of length n (``axis=-1`` or 1): whole values only
     (parameters, constants and what is computed from them, not rows of data)."""
-    return Stack([ex.as_expr(v) for v in values])
+    stacked = Stack([ex.as_expr(v) for v in values])
+    if axis in (0, -stacked.ndim):
+        return stacked
+    if stacked.ndim == 2 and axis in (1, -1):
+        return stacked.T
+    raise ModelError(f"stack(..., axis={axis}): along a new first axis, or a last one for vectors")
 
 
 def diag(x):

@@ -209,3 +209,58 @@ def test_diag_as_numpy(rng):
     S = m.param("S", ld.Normal(0, 1), shape=(3, 3))
     m.potential("trace", ld.sum(ld.square(ld.diag(S) - m.data("t", np.array([1.0, 2.0, 3.0])))))
     check_model(m, rng)
+
+
+def test_reductions_take_tuples_of_axes_and_keepdims_as_numpy():
+    m = ld.Model()
+    A = m.param("A", shape=(2, 3, 4))
+    value = np.arange(24.0).reshape(2, 3, 4) / 7.0
+    for axis in [0, -1, (0, 2), (2, 0), (0, 1, 2), (1,)]:
+        for keepdims in (False, True):
+            for name, fn in (("sum", np.sum), ("mean", np.mean)):
+                expr = getattr(ld, name)(A, axis=axis, keepdims=keepdims)
+                want = fn(value, axis=axis, keepdims=keepdims)
+                assert expr.shape == want.shape
+                np.testing.assert_allclose(evaluate(expr, {"A": value}), want, rtol=1e-14)
+            expr = ld.logsumexp(A, axis=axis, keepdims=keepdims)
+            want = np.log(np.sum(np.exp(value), axis=axis, keepdims=keepdims))
+            np.testing.assert_allclose(evaluate(expr, {"A": value}), want, rtol=1e-13)
+    with pytest.raises(ModelError, match="named twice"):
+        ld.sum(A, axis=(0, -3))
+    with pytest.raises(ModelError, match="out of range"):
+        ld.sum(A, axis=(0, 3))
+
+
+def test_log_softmax_written_with_keepdims_is_log_softmax(rng):
+    """``l - logsumexp(l, axis=-1, keepdims=True)`` over rows of data: the rows'
+    length-1 axis stretched over each row's event; the same value and
+    gradient as ``ld.log_softmax(l, axis=-1)``."""
+    X, onehot = rng.normal(size=(40, 3)), np.eye(4)[rng.integers(0, 4, 40)]
+
+    def model(log_probs):
+        m = ld.Model()
+        W = m.param("W", ld.Normal(0, 1), shape=(3, 4))
+        logits = m.data("X", X) @ W
+        m.potential("lik", ld.sum(log_probs(logits) * m.data("onehot", onehot), axis=1), observed=True)
+        return m
+
+    by_hand = model(lambda l: l - ld.logsumexp(l, axis=-1, keepdims=True))
+    density, theta = check_model(by_hand, rng, per_sample=("lik",))
+    built_in = model(lambda l: ld.log_softmax(l, axis=-1)).compile()
+    lp, grad = density.log_density_gradient(theta)
+    lp2, grad2 = built_in.log_density_gradient(theta)
+    assert np.isclose(lp, lp2, rtol=1e-13) and np.allclose(grad, grad2, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ModelError, match="along the last axis only"):
+        ld.softmax(m := ld.Model().param("V", shape=(2, 3)), axis=0)
+    assert m.shape == (2, 3)
+
+
+def test_stack_along_the_last_axis():
+    m = ld.Model()
+    a, b = m.param("a", shape=3), m.param("b", shape=3)
+    values = {"a": np.array([1.0, 2.0, 3.0]), "b": np.array([-1.0, 0.5, 4.0])}
+    for axis in (0, 1, -1, -2):
+        expr = ld.stack([a, b], axis=axis)
+        np.testing.assert_array_equal(evaluate(expr, values), np.stack([values["a"], values["b"]], axis=axis))
+    with pytest.raises(ModelError, match="axis=2"):
+        ld.stack([a, b], axis=2)
