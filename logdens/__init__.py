@@ -16,7 +16,8 @@ from logdens.expr import FUNCTIONS as _FUNCTIONS
 from logdens.expr import (ModelError, clip, cumsum, diag_pre_multiply, dot, inv_logit,  # noqa: F401
                           log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
 from logdens import gp  # noqa: F401  (ld.gp.exp_quad, ...)
-from logdens.linalg import add_diag, cholesky, cholesky_logdet, diag, solve_triangular, stack  # noqa: F401
+from logdens.linalg import (add_diag, cholesky, cholesky_logdet, concatenate, diag,  # noqa: F401
+                            solve_triangular, stack)
 from logdens.mixture import Mixture  # noqa: F401
 from logdens.scans import hmm_marginal, scan  # noqa: F401
 from logdens.model import Model  # noqa: F401

@@ -90,6 +90,34 @@ class Stack(ex.Expr):
         return f"stack([{', '.join(children)}])"
 
 
+class Concatenate(ex.Expr):
+    """Values of one rank joined along an existing axis (``np.concatenate``): a
+    reference category's zeros before a coefficient matrix, vectors end to end."""
+
+    def __init__(self, parts, axis):
+        what = f"concatenate([{', '.join(p.label() for p in parts)}], axis={axis})"
+        if not parts or any(p.ndim == 0 for p in parts) or len({p.ndim for p in parts}) != 1:
+            raise ModelError(f"{what}: needs values of one rank, at least 1, got shapes {[p.shape for p in parts]}")
+        self.axis = ex._axis(axis, parts[0].ndim, what)
+        rest = {p.shape[:self.axis] + p.shape[self.axis + 1:] for p in parts}
+        if len(rest) != 1:
+            raise ModelError(f"{what}: shapes {[p.shape for p in parts]} differ off axis {self.axis}")
+        self.children = tuple(parts)
+        length = sum(p.shape[self.axis] for p in parts)
+        self.shape = parts[0].shape[:self.axis] + (length,) + parts[0].shape[self.axis + 1:]
+        self.fixed_leading = True  # whole values only: never rows of data
+
+    def _format(self, children):
+        return f"concatenate([{', '.join(children)}], axis={self.axis})"
+
+
+def concatenate(values, axis=0):
+    """``np.concatenate``: values of one rank joined along ``axis`` (whole values
+    only, as ``stack``): ``ld.concatenate([np.zeros((p, 1)), beta], axis=1)``
+    fixes a multinomial regression's reference category."""
+    return Concatenate([ex.as_expr(v) for v in values], axis)
+
+
 def stack(values, axis=0):
     """``[a, b, ...]`` as one expression of shape (k, *shape) (``axis=0``), or of
     shape (n, k) for vectors of length n (``axis=-1`` or 1): whole values only

@@ -646,6 +646,18 @@ class StackRule(_WholeMatrixRule):
         return (len(node.children), *shape)
 
 
+class ConcatenateRule(_WholeMatrixRule):
+    """``ld.concatenate([a, b, ...], axis=k)``."""
+
+    def evaluate(self, node, args, values, batch):
+        parts = [np.asarray(a, dtype=float) for a in lifted_each(node, args, batch)]
+        lead = 1 if batch and node.depends_on_params() else 0
+        return np.concatenate(parts, axis=node.axis + lead)
+
+    def length(self, node, below, ctx):
+        return node.shape[0]
+
+
 class GPCovRule(_WholeMatrixRule):
     """``ld.gp.exp_quad(x, alpha, rho)`` and the other covariance functions; a
     vector rho (``node.ard``) scales each input dimension, then is 1."""
@@ -767,7 +779,7 @@ RULES = {
     ex.Reshape: ReshapeRule(),
     linalg.Cholesky: CholeskyRule(), linalg.AddDiag: AddDiagRule(), gp.GPCov: GPCovRule(),
     linalg.SolveTriangular: SolveTriangularRule(), linalg.CholeskyLogDet: CholeskyLogDetRule(),
-    linalg.Stack: StackRule(),
+    linalg.Stack: StackRule(), linalg.Concatenate: ConcatenateRule(),
     scans.Placeholder: PlaceholderRule(), scans.Scan: ScanRule(), scans.ScanOutputs: ScanOutputsRule(),
 }
 

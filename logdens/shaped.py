@@ -962,6 +962,27 @@ class ShapedTerm:
         return [line for k, part in enumerate(node.children)
                 for line in self._move((info.value, k), self._flat_slot(part), size)]
 
+    def _concatenate_blocks(self, node):
+        """``(outer, total, [(part, its block, its offset)])``: each row of the axes
+        before ``node.axis`` holds every part's block of entries in turn."""
+        axis, shape = node.axis, self._shape(node)
+        outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+        blocks, offset = [], 0
+        for part in node.children:
+            block = self._shape(part)[axis] * inner
+            blocks.append((part, block, offset))
+            offset += block
+        return outer, offset, blocks
+
+    def _fwd_concatenate(self, node, info):
+        self._whole_matrix(node)
+        outer, total, blocks = self._concatenate_blocks(node)
+        lines = []
+        for part, block, offset in blocks:
+            lines += [f"for o in range({outer}):", f"    for u in range({block}):",
+                      f"        {info.value}[o * {total} + {offset} + u] = {self._whole(part)}[o * {block} + u]"]
+        return lines
+
     def _gp_arguments(self, node):
         """The arguments of ``gp.cov_forward`` and ``gp.cov_reverse`` before K; with a
         length scale per input dimension (``node.ard``), of ``gp.cov_forward_ard``
@@ -1276,6 +1297,15 @@ class ShapedTerm:
         return [f"for i in range({n}):",
                 f"    {factor.adjoint}[i * {n + 1}] += 2.0 * {info.adjoint}[0] / {factor.value}[i * {n + 1}]"]
 
+    def _rev_concatenate(self, node, info, kids, fixed_row):
+        outer, total, blocks = self._concatenate_blocks(node)
+        lines = []
+        for j, child in kids:
+            _, block, offset = blocks[j]
+            lines += [f"for o in range({outer}):", f"    for u in range({block}):",
+                      f"        {self.info[id(child)].adjoint}[o * {block} + u] += {info.adjoint}[o * {total} + {offset} + u]"]
+        return lines
+
     def _rev_stack(self, node, info, kids, fixed_row):
         size = self.info[id(node.children[0])].size
         return [line for j, c in kids for line in self._move((self.info[id(c)].adjoint, None), (info.adjoint, j),
@@ -1518,14 +1548,14 @@ KINDS = {
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
     linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
     scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",
-    linalg.Stack: "stack",
+    linalg.Stack: "stack", linalg.Concatenate: "concatenate",
 }
 
 #: The kinds a GPU thread lowers (``thread``); the others call CPU kernels that
 #: allocate or call BLAS (multivariate densities, linear algebra).
 THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "reshape",
                 "take", "element", "slice", "sum", "gather", "length", "rows_of", "placeholder", "scan",
-                "scan_outputs", "stack"}
+                "scan_outputs", "stack", "concatenate"}
 
 
 def thread_unsupported(term):

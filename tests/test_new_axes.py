@@ -264,3 +264,45 @@ def test_stack_along_the_last_axis():
         np.testing.assert_array_equal(evaluate(expr, values), np.stack([values["a"], values["b"]], axis=axis))
     with pytest.raises(ModelError, match="axis=2"):
         ld.stack([a, b], axis=2)
+
+
+def test_concatenate_as_numpy():
+    m = ld.Model()
+    a, W = m.param("a", shape=3), m.param("W", shape=(2, 3))
+    values = {"a": np.array([1.0, 2.0, 3.0]), "W": np.arange(6.0).reshape(2, 3)}
+    cases = [(ld.concatenate([a, a * 2.0]), np.concatenate([values["a"], 2 * values["a"]])),
+             (ld.concatenate([W, W], axis=1), np.concatenate([values["W"]] * 2, axis=1)),
+             (ld.concatenate([np.zeros((2, 1)), W], axis=-1), np.concatenate([np.zeros((2, 1)), values["W"]], axis=1)),
+             (ld.concatenate([W, a[None, :]]), np.concatenate([values["W"], values["a"][None, :]]))]
+    for expr, want in cases:
+        assert expr.shape == want.shape
+        np.testing.assert_array_equal(evaluate(expr, values), want)
+    with pytest.raises(ModelError, match="differ off axis 1"):
+        ld.concatenate([W, m.param("V", shape=(3, 3))], axis=1)
+    with pytest.raises(ModelError, match="one rank"):
+        ld.concatenate([W, a])
+
+
+def test_a_reference_category_of_zeros_in_a_multinomial_regression(rng):
+    """PyMC's ``pt.concatenate([pt.zeros((p, 1)), beta], axis=1)``: the first
+    category's coefficients fixed at 0; against the numpy reference, finite
+    differences, the twin and per-sample rows."""
+    X, classes = rng.normal(size=(60, 3)), rng.integers(0, 4, 60)
+    m = ld.Model()
+    beta = m.param("beta", ld.Normal(0, 1), shape=(3, 3))
+    alpha = m.param("alpha", ld.Normal(0, 1), shape=3)
+    logits = m.data("X", X) @ ld.concatenate([np.zeros((3, 1)), beta], axis=1) + ld.concatenate([[0.0], alpha])
+    m.observe("c", ld.CategoricalLogit(logits), classes)
+    density = m.compile()
+    theta = rng.normal(size=density.dim) * 0.5
+    check_gradient(density, theta, rng)
+    lp, grad = density.log_density_gradient(theta)
+    lp_twin, grad_twin = m.compile(backend="python").log_density_gradient(theta)
+    assert np.isclose(lp, lp_twin, rtol=1e-12) and np.allclose(grad, grad_twin, rtol=1e-10, atol=1e-10)
+    rows = per_sample_rows(density, theta, "c")
+    np.testing.assert_allclose(rows.sum(axis=0), grad + theta, rtol=1e-9, atol=1e-9)  # priors: -theta
+    values = density.constrain(theta)
+    full = np.c_[np.zeros(3), values["beta"]]
+    eta = X @ full + np.r_[0.0, values["alpha"]]
+    want = (eta[np.arange(60), classes] - np.log(np.exp(eta).sum(axis=1))).sum()
+    assert np.isclose(density.pointwise_log_likelihood(theta)["c"].sum(), want, rtol=1e-12)

@@ -25,7 +25,8 @@ def _nodes():
             "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1], "Reshape": a[:, None],
             "Cholesky": ld.cholesky(ld.add_diag(X.T @ X, s)), "AddDiag": ld.add_diag(X.T @ X, s),
             "GPCov": ld.gp.exp_quad(g, s, 1.0), "SolveTriangular": ld.solve_triangular(X.T @ X, a),
-            "CholeskyLogDet": ld.cholesky_logdet(X.T @ X), "Stack": ld.stack([s, s * s]), **_scan_nodes(a, s)}
+            "CholeskyLogDet": ld.cholesky_logdet(X.T @ X), "Stack": ld.stack([s, s * s]),
+            "Concatenate": ld.concatenate([a, a * s]), **_scan_nodes(a, s)}
 
 
 def _scan_nodes(a, s):
@@ -73,12 +74,12 @@ def test_attributes_of_each_node_type():
                      "Cumsum": {"reduces"}, "MatMul": set(), "Reduce": set(), "LogSoftmax": set(),
                      "Transpose": set(), "Take": set(), "Reshape": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set(),
                      "SolveTriangular": set(), "CholeskyLogDet": set(), "Scan": set(), "ScanOutputs": set(),
-                     "Placeholder": set(), "Stack": set()}
+                     "Placeholder": set(), "Stack": set(), "Concatenate": set()}
     assert {kind for kind, n in _nodes().items() if rules.rule(n).shaped_only} == {
         "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Reshape", "Cholesky", "AddDiag", "GPCov",
-        "SolveTriangular", "CholeskyLogDet", "Scan", "ScanOutputs", "Placeholder", "Stack"}
+        "SolveTriangular", "CholeskyLogDet", "Scan", "ScanOutputs", "Placeholder", "Stack", "Concatenate"}
     whole = {"Cholesky", "AddDiag", "GPCov", "SolveTriangular", "CholeskyLogDet", "MatVec", "MatMul", "Scan",
-             "ScanOutputs", "Stack"}
+             "ScanOutputs", "Stack", "Concatenate"}
     assert {kind for kind, n in _nodes().items() if tuple(rules.rule(n).whole_operands(n))} == whole
 
 
