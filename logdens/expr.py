@@ -170,12 +170,15 @@ class Expr:
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return Reshape(self, shape)
 
-    def sum(self, axis=None, keepdims=False):
-        """``ld.sum(self, axis, keepdims)``."""
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        """``ld.sum(self, axis, keepdims)``; ``np.sum(x)`` calls it (``dtype`` and
+        ``out`` must be None)."""
+        _no_numpy_options(dtype, out, "sum")
         return sum(self, axis, keepdims)
 
-    def mean(self, axis=None, keepdims=False):
-        """``ld.mean(self, axis, keepdims)``."""
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        """``ld.mean(self, axis, keepdims)``; ``np.mean(x)`` calls it."""
+        _no_numpy_options(dtype, out, "mean")
         return mean(self, axis, keepdims)
 
     def __getitem__(self, index):
@@ -196,9 +199,21 @@ class Expr:
                              "or a constant slice")
         return Gather(self, index)
 
-    # numpy's protocol for "defer to my reflected operators": ``y - mu``,
-    # ``np.float64(2) * mu`` and ``X @ beta`` with numpy on the left call ours.
-    __array_ufunc__ = None
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's ufuncs on expressions, as numpy users write them: ``np.exp(mu)``,
+        ``np.maximum(x, 0)``, and numpy on the left of an operator (``y - mu``,
+        ``np.float64(2) * mu``, ``X @ beta``) build the expression the operator
+        or ``ld.<function>`` would; any other ufunc is a TypeError naming it."""
+        name = _UFUNCS.get(ufunc.__name__)
+        if ufunc.__name__ in ("equal", "not_equal"):  # == and != keep Python's meaning (identity), as ours
+            return (inputs[0] is inputs[-1]) == (ufunc.__name__ == "equal")
+        if method != "__call__" or kwargs or name is None:
+            raise TypeError(f"np.{ufunc.__name__} of a model expression is not supported; use the "
+                            "operators and ld.<function> (ld.exp, ld.sum, ...)")
+        if name == "matmul":
+            return matmul(*inputs)
+        args = [as_expr(a) for a in inputs]
+        return (Unary, Binary)[len(args) - 1](name, *args)
 
     def __bool__(self):
         raise TypeError("a model expression has no truth value; use it in a model term")
@@ -236,6 +251,14 @@ class Expr:
 builtins_sum = builtins.sum  # this module's ``sum`` is the expression's
 
 
+#: numpy's ufuncs that an expression node computes: numpy's name -> the op's.
+_UFUNCS = {**{name: name for name in ("exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tanh",
+                                      "maximum", "minimum", "logaddexp", "matmul")},
+           "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
+           "power": "pow", "negative": "neg", "absolute": "abs", "less": "lt", "less_equal": "le",
+           "greater": "gt", "greater_equal": "ge"}
+
+
 def _is_int(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -254,6 +277,11 @@ def _take_tuple(node, index):
             raise ModelError(f"{node.label()}[...]: in a tuple index only ':' and integers are supported, "
                              f"got {part!r}")
     return node
+
+
+def _no_numpy_options(dtype, out, what):
+    if dtype is not None or out is not None:
+        raise TypeError(f"np.{what} of a model expression takes no dtype= or out=")
 
 
 def _index_with_new_axes(node, index):

@@ -24,14 +24,43 @@ def _model():
     lambda y, mu: y ** mu,
 ])
 def test_numpy_on_the_left_of_an_operator(build):
-    """numpy defers to the expression's reflected operator (``__array_ufunc__ = None``)
-    instead of failing with an error that prints the whole array."""
+    """numpy on the left of an operator builds the expression the reflected
+    operator would (``Expr.__array_ufunc__``) instead of failing with an error
+    that prints the whole array."""
     _, mu = _model()
     y = np.array([1.0, 2.0, 3.0])
     expr = build(y, mu)
     assert isinstance(expr, Expr) and expr.shape == (3,)
     value = evaluate(expr, {"mu": np.array([0.5, -0.5, 0.25])})
     assert np.all(np.isfinite(value)) and value.shape == (3,)
+
+
+def test_numpy_functions_of_expressions_are_the_ld_functions():
+    """``np.exp(mu)``, ``np.maximum(mu, 0)``, ``np.sum(W, axis=0)``, ... build the
+    nodes ``ld.exp``, ``ld.maximum``, ``ld.sum`` build (numpy's values); a
+    ufunc no node computes is a TypeError naming it."""
+    m = ld.Model()
+    mu, W = m.param("mu", shape=3), m.param("W", shape=(3, 2))
+    values = {"mu": np.array([0.5, -1.0, 2.0]), "W": np.arange(6.0).reshape(3, 2)}
+    v = values["mu"]
+    cases = [(np.exp(mu), np.exp(v)), (np.log1p(np.abs(mu)), np.log1p(np.abs(v))), (np.tanh(mu), np.tanh(v)),
+             (np.maximum(mu, 0.0), np.maximum(v, 0.0)), (np.minimum(1.0, mu), np.minimum(1.0, v)),
+             (np.logaddexp(mu, 1.0), np.logaddexp(v, 1.0)), (np.power(mu, 2), v ** 2), (np.negative(mu), -v),
+             (np.greater(mu, 0.0), (v > 0) * 1.0), (np.sum(mu), np.sum(v)), (np.mean(mu), np.mean(v)),
+             (np.sum(W, axis=0), values["W"].sum(axis=0)), (np.mean(W, axis=1, keepdims=True),
+                                                            values["W"].mean(axis=1, keepdims=True))]
+    for expr, want in cases:
+        assert isinstance(expr, Expr)
+        np.testing.assert_allclose(evaluate(expr, values), want, rtol=1e-14)
+    assert np.exp(mu).op == "exp" and np.maximum(mu, 0.0).op == "maximum"
+    with pytest.raises(TypeError, match="np.arctan of a model expression"):
+        np.arctan(mu)
+    with pytest.raises(TypeError, match="np.add of a model expression"):
+        np.add.reduce(mu)
+    with pytest.raises(TypeError, match="no dtype= or out="):
+        np.sum(mu, dtype=np.float32)
+    # == and != keep Python's meaning (identity) with numpy on either side
+    assert not (v == mu) and not (mu == v) and (v != mu) and mu not in [v] and not (np.float64(1.0) == mu)
 
 
 def test_numpy_matrix_times_a_parameter_vector():
