@@ -188,8 +188,8 @@ class Expr:
         if isinstance(index, tuple):
             return _take_tuple(self, index)
         if isinstance(index, slice):
-            if self.ndim > 1 and index == slice(None):
-                return self
+            if self.ndim > 1:
+                return self if index == slice(None) else SliceAxis(self, index, 0)
             return Slice(self, index)
         if _is_int(index):
             return Element(self, int(index)) if self.ndim <= 1 else Take(self, int(index), 0)
@@ -273,8 +273,11 @@ def _take_tuple(node, index):
             node = Element(node, int(part)) if node.ndim == 1 else Take(node, int(part), axis)
         elif part == slice(None):
             axis += 1
+        elif isinstance(part, slice):
+            node = Slice(node, part) if node.ndim == 1 else SliceAxis(node, part, axis)
+            axis += 1
         else:
-            raise ModelError(f"{node.label()}[...]: in a tuple index only ':' and integers are supported, "
+            raise ModelError(f"{node.label()}[...]: in a tuple index only slices and integers are supported, "
                              f"got {part!r}")
     return node
 
@@ -606,6 +609,24 @@ class Take(Expr):
 
     def _format(self, children):
         return f"{children[0]}[{', '.join([':'] * self.axis + [str(self.position)])}]"
+
+
+class SliceAxis(Expr):
+    """``W[1:]``, ``W[:, :-1]``, ``W[:, ::2]`` of a value with two or more axes:
+    constant bounds along one axis, resolved when the model is built (a
+    vector's slice, along its rows, is ``Slice``)."""
+
+    def __init__(self, source, index, axis):
+        self.children, self.axis, self.index = (source,), axis, index
+        self.start, self.stop, self.step = index.indices(source.shape[axis])
+        length = len(range(self.start, self.stop, self.step))
+        self.shape = source.shape[:axis] + (length,) + source.shape[axis + 1:]
+        self.fixed_leading = source.fixed_leading or axis == 0
+
+    def _format(self, children):
+        start, stop, step = ("" if b is None else str(b) for b in (self.index.start, self.index.stop,
+                                                                   self.index.step))
+        return f"{children[0]}[{', '.join([':'] * self.axis + [f'{start}:{stop}' + (f':{step}' if step else '')])}]"
 
 
 class _Batch:

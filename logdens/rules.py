@@ -475,6 +475,26 @@ class TakeRule(Rule):
         return tuple(n for k, n in enumerate(below[0]) if k != node.axis)
 
 
+class SliceAxisRule(Rule):
+    """``W[1:]``, ``W[:, :-1]``: constant bounds along one axis (its length pinned)."""
+
+    shaped_only = True
+
+    def reads(self, node):
+        return (AT_ROW,) if node.axis > 0 else (WHOLE,)
+
+    def evaluate(self, node, args, values, batch):
+        (x,) = lifted_each(node, args, batch)
+        return np.take(x, range(node.start, node.stop, node.step), axis=_batched_axis(node, batch))
+
+    def length(self, node, below, ctx):
+        return below[0] if node.axis > 0 else node.shape[0]
+
+    def sized(self, node, below, walk):
+        walk.unify(below[0][node.axis], node.children[0].shape[node.axis], node)
+        return tuple(node.shape[k] if k == node.axis else n for k, n in enumerate(below[0]))
+
+
 class MatVecRule(Rule):
     """``X @ beta``: per row, the matrix's row times the whole vector."""
 
@@ -776,7 +796,7 @@ RULES = {
     ex.Element: ElementRule(), ex.Length: LengthRule(), ex.LogSumExp: LogSumExpRule(),
     ex.Cumsum: CumsumRule(), ex.MatMul: MatMulRule(), ex.Reduce: ReduceRule(),
     ex.LogSoftmax: LogSoftmaxRule(), ex.Transpose: TransposeRule(), ex.Take: TakeRule(),
-    ex.Reshape: ReshapeRule(),
+    ex.Reshape: ReshapeRule(), ex.SliceAxis: SliceAxisRule(),
     linalg.Cholesky: CholeskyRule(), linalg.AddDiag: AddDiagRule(), gp.GPCov: GPCovRule(),
     linalg.SolveTriangular: SolveTriangularRule(), linalg.CholeskyLogDet: CholeskyLogDetRule(),
     linalg.Stack: StackRule(), linalg.Concatenate: ConcatenateRule(),

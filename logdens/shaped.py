@@ -861,6 +861,24 @@ class ShapedTerm:
         outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
         return xi, f"(o * {shape[axis]} + {node.position}) * {inner} + u", f"o * {inner} + u", outer, inner
 
+    def _slice_axis_map(self, node):
+        """(source info, source flat index code, own flat index code, outer, length,
+        inner) of ``SliceAxis``: position ``j`` along the axis reads the source's
+        ``start + step * j``."""
+        xi, axis = self._event_axis(node, "slices the rows of data; only whole values and the event axes of rows "
+                                          "can be sliced")
+        shape = xi.event
+        outer, inner, length = math.prod(shape[:axis]), math.prod(shape[axis + 1:]), node.shape[node.axis]
+        source = f"(o * {shape[axis]} + {node.start} + {node.step} * j) * {inner} + u"
+        return xi, source, f"(o * {length} + j) * {inner} + u", outer, length, inner
+
+    def _fwd_slice_axis(self, node, info):
+        xi, src, dst, outer, length, inner = self._slice_axis_map(node)
+        at = self._row_element_of(info.rowed)
+        lines = [f"for o in range({outer}):", f"    for j in range({length}):", f"        for u in range({inner}):",
+                 f"            {at(info.value, dst)} = {at(xi.value, src)}"]
+        return self._rows(lines, info.rowed)
+
     def _fwd_take(self, node, info):
         xi, src, dst, outer, inner = self._take_map(node)
         at = self._row_element_of(info.rowed)
@@ -1235,6 +1253,13 @@ class ShapedTerm:
         lines = [f"for k in range({info.size}):", f"    {at(xi.adjoint, 'k')} += {at(info.adjoint, 'k')}"]
         return self._rows(lines, info.rowed, fixed_row)
 
+    def _rev_slice_axis(self, node, info, kids, fixed_row):
+        xi, src, dst, outer, length, inner = self._slice_axis_map(node)
+        at = self._row_element_of(info.rowed)
+        lines = [f"for o in range({outer}):", f"    for j in range({length}):", f"        for u in range({inner}):",
+                 f"            {at(xi.adjoint, src)} += {at(info.adjoint, dst)}"]
+        return self._rows(lines, info.rowed, fixed_row)
+
     def _rev_take(self, node, info, kids, fixed_row):
         xi, src, dst, outer, inner = self._take_map(node)
         at = self._row_element_of(info.rowed)
@@ -1543,8 +1568,8 @@ KINDS = {
     ex.Param: "param", ex.Data: "data", ex.Unary: "elementwise", ex.Binary: "elementwise",
     ex.Ternary: "elementwise", ex.LogPdf: "kernel", _Kernel: "kernel", ex.MatMul: "matmul",
     ex.MatVec: "matmul", ex.Reduce: "reduce", ex.LogSoftmax: "log_softmax", ex.Transpose: "transpose",
-    ex.Reshape: "reshape", ex.Take: "take", ex.Element: "element", ex.Slice: "slice", ex.Sum: "sum",
-    ex.Gather: "gather", ex.Length: "length",
+    ex.Reshape: "reshape", ex.SliceAxis: "slice_axis", ex.Take: "take", ex.Element: "element", ex.Slice: "slice",
+    ex.Sum: "sum", ex.Gather: "gather", ex.Length: "length",
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
     linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
     scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",
@@ -1554,7 +1579,7 @@ KINDS = {
 #: The kinds a GPU thread lowers (``thread``); the others call CPU kernels that
 #: allocate or call BLAS (multivariate densities, linear algebra).
 THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "reshape",
-                "take", "element", "slice", "sum", "gather", "length", "rows_of", "placeholder", "scan",
+                "slice_axis", "take", "element", "slice", "sum", "gather", "length", "rows_of", "placeholder", "scan",
                 "scan_outputs", "stack", "concatenate"}
 
 

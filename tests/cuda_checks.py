@@ -233,7 +233,8 @@ def new_axes():
     """Rows of data with a new axis times a vector (``x[:, None] * w``), a
     (1, k) parameter stretched over the rows, an outer product of two vectors,
     a flattened weight matrix, a potential adding sums over rows to a mean over
-    them and a constant, and concatenations and a diagonal matrix."""
+    them and a constant, concatenations, a diagonal matrix and slices of
+    matrices' axes."""
     x, Y = RNG.normal(size=N), RNG.normal(size=(N, 3))
     m = ld.Model()
     w = m.param("w", ld.Normal(0, 1), shape=3)
@@ -246,6 +247,7 @@ def new_axes():
     m.potential("mse", 1.0 - ld.mean(fit) + 0.5 * ld.sum(fit) - ld.sum(c ** 2))  # a loop per sum over rows
     joined = ld.concatenate([ld.concatenate([w, a]), ld.diag(c.reshape(-1)).reshape(-1)])
     m.potential("joined", -ld.sum(ld.square(joined)) - ld.sum(ld.concatenate([np.zeros((1, 3)), c], axis=0) ** 2))
+    m.potential("sliced", ld.sum(-ld.square(ld.tanh(m.data("x3", x)[:, None] * w)[:, 1:] - c[:, ::2])))
     return m, RNG.normal(scale=0.5, size=3 + 3 + 2 + 1)
 
 

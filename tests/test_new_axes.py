@@ -306,3 +306,33 @@ def test_a_reference_category_of_zeros_in_a_multinomial_regression(rng):
     eta = X @ full + np.r_[0.0, values["alpha"]]
     want = (eta[np.arange(60), classes] - np.log(np.exp(eta).sum(axis=1))).sum()
     assert np.isclose(density.pointwise_log_likelihood(theta)["c"].sum(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("index", [slice(1, None), (slice(None), slice(None, -1)), (slice(None), slice(None, None, 2)),
+                                   (slice(1, 3), 2), (0, slice(1, None)), (slice(None, None, -1),),
+                                   (slice(None), slice(2, 0, -1))])
+def test_matrix_slices_as_numpy(index):
+    m = ld.Model()
+    W = m.param("W", shape=(4, 5))
+    value = np.arange(20.0).reshape(4, 5)
+    expr = W[index]
+    assert expr.shape == value[index].shape
+    np.testing.assert_array_equal(evaluate(expr, {"W": value}), value[index])
+
+
+def test_slices_of_matrices_in_a_likelihood(rng):
+    """A slice of each row's event (``(X @ W)[:, 1:]``) and of a whole matrix's
+    rows and columns; slicing the rows of data is refused by name."""
+    X, Y = rng.normal(size=(30, 3)), rng.normal(size=(30, 2))
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(4, 4))
+    s = m.param("s", ld.HalfNormal(1))
+    Xn = m.data("X", X)
+    rows = Xn @ W[1:, ::2] + W[0, :2]
+    m.observe("Y", ld.Normal(ld.tanh(rows)[:, ::-1] + (Xn @ W[1:])[:, 1:3], s), Y)
+    check_model(m, rng, per_sample=("Y",))
+    bad = ld.Model()
+    V = bad.param("V", shape=(3, 2))
+    bad.observe("Y", ld.Normal((bad.data("X", X) @ V)[1:], 1.0), Y[1:])
+    with pytest.raises(ModelError, match="slices the rows of data"):
+        bad.compile()

@@ -22,7 +22,7 @@ def _nodes():
             "LogPdf": ld.Normal(s, 2.0).logpdf(a), "Length": ex.Length(a),
             "LogSumExp": ld.logsumexp(a), "Ternary": ld.where(a > s, a, 0.0),
             "Cumsum": ld.cumsum(a), "MatMul": X @ ld.exp(a), "Reduce": ld.sum(X * a, axis=1),
-            "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1], "Reshape": a[:, None],
+            "LogSoftmax": ld.log_softmax(a), "Transpose": X.T, "Take": X[:, 1], "Reshape": a[:, None], "SliceAxis": X[:, 1:],
             "Cholesky": ld.cholesky(ld.add_diag(X.T @ X, s)), "AddDiag": ld.add_diag(X.T @ X, s),
             "GPCov": ld.gp.exp_quad(g, s, 1.0), "SolveTriangular": ld.solve_triangular(X.T @ X, a),
             "CholeskyLogDet": ld.cholesky_logdet(X.T @ X), "Stack": ld.stack([s, s * s]),
@@ -56,7 +56,7 @@ def test_an_unknown_node_type_is_a_type_error():
     ("Element", (WHOLE,)), ("LogPdf", (AT_ROW, AT_ROW, AT_ROW)), ("Length", (WHOLE,)), ("LogSumExp", (WHOLE,)),
     ("Ternary", (AT_ROW, AT_ROW, AT_ROW)), ("Cumsum", (PREFIX,)), ("MatMul", (AT_ROW, WHOLE)),
     ("Reduce", (AT_ROW,)), ("LogSoftmax", (AT_ROW,)), ("Transpose", (WHOLE,)), ("Take", (AT_ROW,)),
-    ("Reshape", (AT_ROW,)),
+    ("Reshape", (AT_ROW,)), ("SliceAxis", (AT_ROW,)),
 ])
 def test_access_kinds_of_each_node_type(kind, reads):
     node = _nodes()[kind]
@@ -72,11 +72,11 @@ def test_attributes_of_each_node_type():
                      "LogPdf": {"elementwise"}, "Length": set(),
                      "LogSumExp": {"reduces"}, "Ternary": {"elementwise"},
                      "Cumsum": {"reduces"}, "MatMul": set(), "Reduce": set(), "LogSoftmax": set(),
-                     "Transpose": set(), "Take": set(), "Reshape": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set(),
+                     "Transpose": set(), "Take": set(), "Reshape": set(), "SliceAxis": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set(),
                      "SolveTriangular": set(), "CholeskyLogDet": set(), "Scan": set(), "ScanOutputs": set(),
                      "Placeholder": set(), "Stack": set(), "Concatenate": set()}
     assert {kind for kind, n in _nodes().items() if rules.rule(n).shaped_only} == {
-        "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Reshape", "Cholesky", "AddDiag", "GPCov",
+        "MatMul", "Reduce", "LogSoftmax", "Transpose", "Take", "Reshape", "SliceAxis", "Cholesky", "AddDiag", "GPCov",
         "SolveTriangular", "CholeskyLogDet", "Scan", "ScanOutputs", "Placeholder", "Stack", "Concatenate"}
     whole = {"Cholesky", "AddDiag", "GPCov", "SolveTriangular", "CholeskyLogDet", "MatVec", "MatMul", "Scan",
              "ScanOutputs", "Stack", "Concatenate"}
