@@ -475,20 +475,13 @@ class TakeRule(Rule):
         return tuple(n for k, n in enumerate(below[0]) if k != node.axis)
 
 
-class SliceAxisRule(Rule):
-    """``W[1:]``, ``W[:, :-1]``: constant bounds along one axis (its length pinned)."""
-
-    shaped_only = True
-
-    def reads(self, node):
-        return (AT_ROW,) if node.axis > 0 else (WHOLE,)
+class SliceAxisRule(TakeRule):
+    """``W[1:]``, ``W[:, :-1]``: constant bounds along one axis (its length pinned),
+    read as ``Take`` reads its position."""
 
     def evaluate(self, node, args, values, batch):
         (x,) = lifted_each(node, args, batch)
         return np.take(x, range(node.start, node.stop, node.step), axis=_batched_axis(node, batch))
-
-    def length(self, node, below, ctx):
-        return below[0] if node.axis > 0 else node.shape[0]
 
     def sized(self, node, below, walk):
         walk.unify(below[0][node.axis], node.children[0].shape[node.axis], node)

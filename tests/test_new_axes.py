@@ -27,7 +27,11 @@ def rng():
 INDICES = [(slice(None), None), (None,), (None, slice(None)), (Ellipsis, None), (0, None), (slice(1, None), None),
            (None, Ellipsis), (Ellipsis,), (None, None)]
 MATRIX_INDICES = [(slice(None), None), (slice(None), None, slice(None)), (None,), (Ellipsis, None), (1, None),
-                  (None, slice(None), 2), (slice(None), 0, None)]
+                  (None, slice(None), 2), (slice(None), 0, None),
+                  # slices of an axis
+                  slice(1, None), (slice(None), slice(None, -1)), (slice(None), slice(None, None, 2)),
+                  (slice(1, 3), 2), (0, slice(1, None)), (slice(None, None, -1),), (slice(None), slice(2, 0, -1)),
+                  (slice(1, None), None)]
 
 
 @pytest.mark.parametrize("index", INDICES)
@@ -306,18 +310,6 @@ def test_a_reference_category_of_zeros_in_a_multinomial_regression(rng):
     eta = X @ full + np.r_[0.0, values["alpha"]]
     want = (eta[np.arange(60), classes] - np.log(np.exp(eta).sum(axis=1))).sum()
     assert np.isclose(density.pointwise_log_likelihood(theta)["c"].sum(), want, rtol=1e-12)
-
-
-@pytest.mark.parametrize("index", [slice(1, None), (slice(None), slice(None, -1)), (slice(None), slice(None, None, 2)),
-                                   (slice(1, 3), 2), (0, slice(1, None)), (slice(None, None, -1),),
-                                   (slice(None), slice(2, 0, -1))])
-def test_matrix_slices_as_numpy(index):
-    m = ld.Model()
-    W = m.param("W", shape=(4, 5))
-    value = np.arange(20.0).reshape(4, 5)
-    expr = W[index]
-    assert expr.shape == value[index].shape
-    np.testing.assert_array_equal(evaluate(expr, {"W": value}), value[index])
 
 
 def test_slices_of_matrices_in_a_likelihood(rng):
