@@ -57,12 +57,11 @@ def plate_shape(nodes, what):
     for axis in range(widest.ndim):
         lengths = {}
         for node in shaped:
-            k = axis - (widest.ndim - node.ndim)
-            stretches = node.ndim >= 2 and node.shape[k] == 1 and (k > 0 or node.fixed_leading) if k >= 0 else True
-            if not stretches:
+            k = axis - (widest.ndim - node.ndim)  # the node's own axis; below 0: it has none there
+            if k >= 0 and not (node.ndim >= 2 and node.shape[k] == 1 and (k > 0 or node.fixed_leading)):
                 lengths.setdefault(node.shape[k], node)
         if len(lengths) > 1:
-            (a, first), (b, second) = list(lengths.items())[:2]
+            first, second = list(lengths.values())[:2]
             raise ModelError(f"{what()}: shapes {first.shape} ({first.label()}) and {second.shape} "
                              f"({second.label()}) do not broadcast: aligned from the right, axes must have "
                              "equal lengths (a length-1 axis stretches unless it may hold rows of data)")
