@@ -1477,7 +1477,7 @@ class ShapedTerm:
         for n in reversed(rowed):
             per_row += self._contributions(n, False, fixed_row=True)
         per_row += self._whole_sweep(whole, row) + self._row_columns(row)
-        block += ["for r in range(nb):"] + indent(per_row) + target.after_block(n_rows)
+        block += (["for r in range(nb):"] + indent(per_row) if per_row else []) + target.after_block(n_rows)
         return head + self._threads(n_rows, target.prologue() + forward_whole + self._flat_views()
                                     + target.before_blocks() + loop + indent(block))
 

@@ -148,6 +148,21 @@ def test_a_scalar_location_is_the_same_number_in_every_entry():
     assert z.shape == (3,)
 
 
+def test_a_model_without_parameters_compiles():
+    """Only data and numbers (a fixed MvStudentT over rows): the per-sample
+    functions have no entries to write (their loop over a row's entries was
+    left without a body: a SyntaxError in the generated module)."""
+    y, cov = _correlated(2, 20, seed=6)
+    m = ld.Model()
+    m.observe("y", ld.MvStudentT(4.0, 0.0, scale_tril=np.linalg.cholesky(cov)), y)
+    for backend in ("python", "cpu"):
+        density = m.compile(backend=backend)
+        assert density.dim == 0
+        assert density.log_density(np.zeros(0), propto=False) == pytest.approx(
+            stats.multivariate_t(np.zeros(2), cov, df=4.0).logpdf(y).sum(), rel=1e-12)
+        assert density.per_sample_gradient(np.zeros(0), "y").shape == (20, 0)
+
+
 def test_a_scalar_location_keeps_a_latent_gaussian_process_free_of_its_length(tmp_path):
     """``MvNormal(0.0, scale_tril=L)`` over inputs of another length: the same
     generated module (``np.zeros(n)`` would write n into it)."""
