@@ -800,12 +800,9 @@ def _along(op, x, axis, keepdims):
     positions = sorted({_axis(a, x.ndim, f"{op}({x.label()}, axis={axis})") for a in axes}, reverse=True)
     if len(positions) != len(axes):
         raise ModelError(f"{op}({x.label()}, axis={axis}): an axis is named twice")
-    if len(positions) == x.ndim:
-        out = Sum(x) if op == "sum" else LogSumExp(x if x.ndim == 1 else Reshape(x, [-1]))
-    else:
-        out = x
-        for k in positions:
-            out = Reduce(op, out, k)
+    out = x
+    for k in positions:
+        out = Reduce(op, out, k)
     if keepdims:
         out = Reshape(out, [1 if k in positions else n for k, n in enumerate(x.shape)])
     return out
