@@ -39,9 +39,11 @@ compiled in (``generate_cuda_source``).
 
 Terms with values with shape (``logdens.shaped``) run a row per thread at a
 time, their buffers in local arrays; a scan's loops run on the thread, its
-copies between buffers as loops (``ShapedTerm._move``). Not on this backend
-yet (``CudaUnsupported``): multivariate densities and linear algebra in such
-terms (their kernels allocate or call BLAS), and running sums
+copies between buffers as loops (``ShapedTerm._move``); a multivariate
+density's kernel runs on the thread, once per row, its work buffer a local
+array (``shaped.THREAD_EVENT_KERNELS``). Not on this backend yet
+(``CudaUnsupported``): linear algebra in such terms (its kernels allocate
+or call BLAS), and running sums
 (``ld.cumsum``) over rows of data, whose workspaces would have run-time
 lengths. Running sums of a parameter's length (a random walk's) are a
 local array of that length; like any reduction, the term that reads them

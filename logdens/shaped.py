@@ -694,8 +694,7 @@ class ShapedTerm:
         partials, spec = self.partials[id(node)], node.spec
         row = "r" if info.rowed else None
         _, lengths = sizes.kernel_shape(spec, node, [self._shape(c) for c in node.children], self.walk)
-        zero = [f"{b}[:nb] = 0.0" if len(self.low.workspaces.shapes[b]) == 2 else f"{b}[:] = 0.0"
-                for b in partials.values()]
+        zero = [line for b in partials.values() for line in self._zero(b)]
         if self._rows_kernel(node, info):
             return zero + self._fwd_rows_kernel(node, info, lengths)
         work = self.low.workspaces.declare(f"sw{info.value[2:]}", sizes.extent(spec.work(lengths)) if spec.work else 1)
@@ -717,12 +716,20 @@ class ShapedTerm:
             return zero + [f"for q in range({info.event[0]}):", f"    {info.value}[q] = {call}"]
         return zero + self._rows([f"{self._at(node, row, '0')} = {call}"], info.rowed)
 
+    def _zero(self, buffer):
+        """Lines zeroing a workspace (a block's rows of it): a slice on the CPU, a
+        loop on a GPU thread."""
+        shape = self.low.workspaces.shapes[buffer]
+        if self.thread:
+            return [f"for e in range({shape[-1]}):", f"    {buffer}[{'0, ' if len(shape) == 2 else ''}e] = 0.0"]
+        return [f"{buffer}[:nb] = 0.0" if len(shape) == 2 else f"{buffer}[:] = 0.0"]
+
     def _rows_kernel(self, node, info):
         """Whether the kernel over a block of rows (``Spec.rows``) runs: the term has
         rows, only arguments it takes as rows are row-aligned (vectors), and no
         per-sample rows need each row's partials of whole arguments."""
         rows = node.spec.rows
-        if rows is None or not info.rowed or self.per_row:
+        if rows is None or not info.rowed or self.per_row or self.thread:
             return False
         return all(not self.info[id(c)].rowed or (name in rows.aligned and len(axes) <= 1)
                    for name, c, axes in zip(node.spec.arg_names, node.children, node.spec.events))
@@ -1426,10 +1433,11 @@ class ShapedTerm:
             e = entry(p)
             scale = "" if p.transform.identity else f" * {self.scalar_dx[id(node)]}"
             return [add(target(e, row or 'r', rows), f"{info.adjoint}[0]{scale}")]
+        n = p.constrained_code  # the adjoint's entries: an event transform's has more than theta's
         if self.thread and row is None:  # threads add to the same entries: each from its own first
-            loop = [f"for kk in range({p.size_code}):", f"    k = (kk + cuda.threadIdx.x) % {p.size_code}"]
+            loop = [f"for kk in range({n}):", f"    k = (kk + cuda.threadIdx.x) % {n}"]
         else:
-            loop = [f"for k in range({p.size_code}):"]
+            loop = [f"for k in range({n}):"]
         if p.transform.event:
             if not self.thread:
                 return [f"aw_{p.ident}[:] += {info.adjoint}"]
@@ -1583,10 +1591,17 @@ THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "l
                 "scan_outputs", "stack", "concatenate"}
 
 
+#: Multivariate densities whose kernels are loops over their events, with no
+#: numpy call, allocation or BLAS: a GPU thread runs them (``_fwd_event_kernel``).
+THREAD_EVENT_KERNELS = {"MvNormal", "MvStudentT", "Dirichlet", "DirichletMultinomial", "Multinomial",
+                        "Categorical", "CategoricalLogit", "OrderedLogistic", "OrderedProbit", "LKJCholesky",
+                        "LKJCorr", "GaussianRandomWalk", "AR"}
+
+
 def thread_unsupported(term):
     """The label of the first node of shaped ``term`` that a GPU thread cannot
     lower (``THREAD_KINDS``), or None."""
-    if term.dist is not None and term.dist.spec.multivariate:
+    if term.dist is not None and term.dist.spec.multivariate and term.dist.spec.name not in THREAD_EVENT_KERNELS:
         return f"{term.dist.spec.name} (a multivariate density)"
     for root in term.args:
         for node in ex.nodes(root):

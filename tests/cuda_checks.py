@@ -248,7 +248,56 @@ def new_axes():
     joined = ld.concatenate([ld.concatenate([w, a]), ld.diag(c.reshape(-1)).reshape(-1)])
     m.potential("joined", -ld.sum(ld.square(joined)) - ld.sum(ld.concatenate([np.zeros((1, 3)), c], axis=0) ** 2))
     m.potential("sliced", ld.sum(-ld.square(ld.tanh(m.data("x3", x)[:, None] * w)[:, 1:] - c[:, ::2])))
-    return m, RNG.normal(scale=0.5, size=3 + 3 + 2 + 1)
+    # an event-transformed parameter read at the rows: its adjoint has 3 entries, theta 2
+    simplex = m.param("simplex", shape=3, constraint=ld.simplex)
+    m.observe("Z", ld.Normal(m.data("x4", x)[:, None] * simplex, 1.0), Y)
+    return m, RNG.normal(scale=0.5, size=3 + 3 + 2 + 1 + 2)
+
+
+def mv_normal():
+    """Multivariate normal rows with a location vector and a data covariance, a
+    row-aligned location (a regression of vectors), and a prior on a vector
+    with a scalar location: kernels that are loops over an event run on a
+    thread."""
+    a = RNG.normal(size=(3, 3))
+    cov = a @ a.T + 3 * np.eye(3)
+    X, Y = RNG.normal(size=(N, 2)), RNG.multivariate_normal(np.zeros(3), cov, size=N)
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 1), shape=3)
+    B = m.param("B", ld.Normal(0, 1), shape=(2, 3))
+    z = m.param("z", ld.MvNormal(0.0, scale_tril=np.linalg.cholesky(cov)))
+    m.observe("Y", ld.MvNormal(mu + z, cov=cov), Y)
+    m.observe("Y2", ld.MvNormal(m.data("X", X) @ B, cov=cov), Y)
+    return m, RNG.normal(scale=0.5, size=3 + 6 + 3)
+
+
+def mv_kernels():
+    """Each multivariate density whose kernel is loops over its event, over rows
+    of data or as a prior (``shaped.THREAD_EVENT_KERNELS``)."""
+    K = 3
+    counts = RNG.multinomial(6, [0.2, 0.3, 0.5], size=N)
+    classes = RNG.integers(0, K, N)
+    series = np.cumsum(RNG.normal(size=12))
+    m = ld.Model()
+    s = m.param("s", ld.HalfNormal(1))
+    alpha = m.param("alpha", ld.HalfNormal(2), shape=K)
+    w = m.param("w", ld.Dirichlet(alpha))
+    logits = m.param("logits", ld.Normal(0, 1), shape=K)
+    cut = m.param("cut", ld.Normal(0, 2), shape=2, constraint=ld.ordered)
+    eta = m.param("eta", ld.Normal(0, 1))
+    L = m.param("L", ld.LKJCholesky(K, 2.0))
+    rho = m.param("rho", ld.Normal(0, 0.5))
+    m.observe("t", ld.MvStudentT(5.0, logits, scale_tril=ld.diag_pre_multiply(alpha, L)), RNG.normal(size=(N, K)))
+    m.observe("c", ld.DirichletMultinomial(6, alpha), counts)
+    m.observe("k", ld.CategoricalLogit(logits), classes)
+    m.observe("p", ld.Categorical(w), classes)
+    m.observe("o", ld.OrderedLogistic(eta, cut), classes)
+    m.observe("q", ld.OrderedProbit(eta, cut), classes)
+    m.observe("walk", ld.GaussianRandomWalk(s), series)
+    m.observe("ar", ld.AR(rho, s), series)
+    m.observe("mn", ld.Multinomial(6, w), counts)
+    m.param("C", ld.LKJCorr(K, 1.5))
+    return m, RNG.normal(scale=0.4, size=1 + K + (K - 1) + K + 2 + 1 + 3 + 1 + 3)
 
 
 CASES = {
@@ -259,7 +308,7 @@ CASES = {
     "scalars": scalars,
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
     "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather, "shaped_misc": shaped_misc,
-    "new_axes": new_axes,
+    "new_axes": new_axes, "mv_normal": mv_normal, "mv_kernels": mv_kernels,
 }
 
 
