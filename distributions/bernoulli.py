@@ -69,3 +69,4 @@ SPEC = Spec(
 class Bernoulli(Distribution):
     __doc__ = __doc__
     spec = SPEC
+    logit_form = ("bernoulli_logit", "BernoulliLogit", "logit_p")

@@ -152,3 +152,4 @@ SPEC = Spec(
 class Binomial(Distribution):
     __doc__ = __doc__
     spec = SPEC
+    logit_form = ("binomial_logit", "BinomialLogit", "logit_p")

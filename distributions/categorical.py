@@ -99,6 +99,7 @@ SPEC = Spec(
 class Categorical(MultivariateDistribution):
     __doc__ = __doc__
     spec = SPEC
+    logit_form = ("categorical_logit", "CategoricalLogit", "logits")
 
     def _check_events(self):
         check_probability_vectors("Categorical", "p", self.params["p"])

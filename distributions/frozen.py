@@ -7,6 +7,7 @@ here, at the boundary, with errors that name the distribution, the argument,
 the offending index and value, and the violated condition.
 """
 
+import importlib
 import numbers
 
 import numpy as np
@@ -42,6 +43,20 @@ class Distribution:
     """Base of every public distribution class; ``spec`` says which one it is."""
 
     spec = None
+    #: ``(module, class, parameter)`` of the same family on the logit scale: given
+    #: ``logits=`` (NumPyro's keyword) or ``logit_p=`` (PyMC's) instead of ``p``,
+    #: the class builds that one (``Bernoulli(logits=x)`` is ``BernoulliLogit(x)``).
+    logit_form = None
+
+    def __new__(cls, *args, **kwargs):
+        given = [k for k in ("logits", "logit_p") if k in kwargs]
+        if cls.logit_form is None or not given:
+            return super().__new__(cls)
+        if len(given) > 1 or "p" in kwargs:
+            raise TypeError(f"{cls.spec.name}: give one of p, logits and logit_p")
+        module, name, parameter = cls.logit_form
+        logit_cls = getattr(importlib.import_module(f".{module}", __package__), name)
+        return logit_cls(*args, **{**{k: v for k, v in kwargs.items() if k != given[0]}, parameter: kwargs[given[0]]})
 
     def __init__(self, *args, **kwargs):
         names = self.spec.param_names

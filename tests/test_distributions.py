@@ -3,12 +3,12 @@
 All tests run over the rows of ``tests/cases.py``.
 """
 
-import math
-
 import numpy as np
 import pytest
 
 from cases import CASES, INVALID
+
+import logdens as ld
 from logdens.distributions.constraints import resolve_bounds
 from logdens.distributions.frozen import InvalidArgumentError
 
@@ -300,3 +300,30 @@ def _compiled_x_valid(kernel, n_params):
     namespace = {"kernel": kernel, "np": np}
     exec(source, namespace)
     return numba.njit(namespace["loop"])
+
+
+def test_logits_keywords_build_the_logit_families():
+    """NumPyro's ``logits=`` and PyMC's ``logit_p=`` on Bernoulli, Binomial and
+    Categorical give the logit-scale class with the same density as the
+    probability form at ``p = sigmoid(logit)`` (softmax for Categorical)."""
+    from scipy import special as sp
+    x = np.array([0, 1, 1, 0])
+    for dist, logit_cls in ((ld.Bernoulli(logits=0.4), ld.BernoulliLogit),
+                            (ld.Bernoulli(logit_p=0.4), ld.BernoulliLogit)):
+        assert type(dist) is logit_cls
+        np.testing.assert_allclose(dist.logpdf(x), ld.Bernoulli(sp.expit(0.4)).logpdf(x), rtol=1e-13)
+    binomial = ld.Binomial(10, logits=-0.7)
+    assert type(binomial) is ld.BinomialLogit
+    np.testing.assert_allclose(binomial.logpdf(np.array([0, 3, 10])),
+                               ld.Binomial(10, sp.expit(-0.7)).logpdf(np.array([0, 3, 10])), rtol=1e-12)
+    logits = np.array([0.2, -1.0, 0.5])
+    categorical = ld.Categorical(logits=logits)
+    assert type(categorical) is ld.CategoricalLogit
+    np.testing.assert_allclose(categorical.logpdf(np.array([0, 2])),
+                               ld.Categorical(sp.softmax(logits)).logpdf(np.array([0, 2])), rtol=1e-13)
+    with pytest.raises(TypeError, match="give one of p, logits and logit_p"):
+        ld.Bernoulli(p=0.3, logits=1.0)
+    m = ld.Model()
+    w = m.param("w", ld.Normal(0, 1), shape=3)
+    m.observe("y", ld.Categorical(logits=w), np.array([0, 2, 2]))  # model expressions too
+    assert "CategoricalLogit" in repr(m)
