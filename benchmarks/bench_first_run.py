@@ -1,7 +1,7 @@
 """The first ``ld.nuts`` of a process: cold (empty caches), warm, and a new model.
 
 Run: python benchmarks/bench_first_run.py [--rounds 5] [--roots OLD,NEW]
-     python benchmarks/bench_first_run.py --events       (compile events, one cold run)
+     python benchmarks/bench_first_run.py --events       (compile events and LLVM time, one cold run)
 
 Each round runs three fresh processes on eight schools (``draws=20, tune=20``,
 one chain): *cold*, with empty numba and logdens cache directories (the first
@@ -17,7 +17,9 @@ snapshot of the package with the samplers in ``logdens/samplers``), so that
 old and new code see the same load; on a shared machine read the medians
 and the paired differences, not single runs.  ``--events`` lists numba's
 compile events of one cold run, slowest first, with the time spent in each
-function alone (its callees' compiles left out).
+function alone (its callees' compiles left out), then the wall time the
+first ``ld.nuts``'s numba libraries spend in LLVM (function passes, module
+passes, machine code), in total and for the eight that spend the most.
 """
 
 import argparse
@@ -70,8 +72,34 @@ class _Listener(event.Listener):
         fn = ev.data["dispatcher"].py_func
         records.append((dt - inner, dt, f"{fn.__module__}.{fn.__qualname__}"))
 event.register("numba:compile", _Listener())
+import collections
+from numba.core import codegen
+llvm = collections.defaultdict(float)  # (phase, library) -> wall seconds in LLVM
+def _timed(cls, method, phase):
+    inner = getattr(cls, method)
+    def timed(self, *args):
+        t = W()
+        try:
+            return inner(self, *args)
+        finally:
+            llvm[phase, self.name] += W() - t
+    setattr(cls, method, timed)
+_timed(codegen.CPUCodeLibrary, "_optimize_functions", "function passes")
+_timed(codegen.CPUCodeLibrary, "_optimize_final_module", "module passes")
+_timed(codegen.JITCodeLibrary, "_finalize_specific", "machine code")
+def _report():
+    for a, b, n in sorted(records)[::-1]:
+        print(f"{a:6.2f} {b:6.2f}  {n}")
+    libraries = collections.defaultdict(float)
+    for (phase, name), t in llvm.items():
+        libraries[name] += t
+    phases = {ph: sum(t for (q, _), t in llvm.items() if q == ph) for ph in dict.fromkeys(q for q, _ in llvm)}
+    print("LLVM (wall s): " + ", ".join(f"{ph} {t:.2f}" for ph, t in phases.items())
+          + f"; total {sum(phases.values()):.2f} over {len(libraries)} libraries")
+    for name, t in sorted(libraries.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {t:6.2f}  {name}")
 import atexit
-atexit.register(lambda: [print(f"{a:6.2f} {b:6.2f}  {n}") for a, b, n in sorted(records)[::-1]])
+atexit.register(_report)
 """
 
 

@@ -52,10 +52,10 @@ class Distribution:
         given = [k for k in ("logits", "logit_p") if k in kwargs]
         if cls.logit_form is None or not given:
             return super().__new__(cls)
-        if len(given) > 1 or "p" in kwargs:
-            raise TypeError(f"{cls.spec.name}: give one of p, logits and logit_p")
         module, name, parameter = cls.logit_form
         logit_cls = getattr(importlib.import_module(f".{module}", __package__), name)
+        if len(given) > 1 or "p" in kwargs or len(args) > logit_cls.spec.param_names.index(parameter):
+            raise TypeError(f"{cls.spec.name}: give one of p, logits and logit_p")
         return logit_cls(*args, **{**{k: v for k, v in kwargs.items() if k != given[0]}, parameter: kwargs[given[0]]})
 
     def __init__(self, *args, **kwargs):

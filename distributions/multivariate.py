@@ -87,8 +87,8 @@ class MultivariateDistribution(Distribution):
         arrays = self._arrays(x)
         batches, lengths = self._split([a.shape for a in arrays])
         scalars = self.scalars()
-        arrays = [np.full(arrays[0].shape[-1:], a) if n in scalars else a
-                  for n, a in zip(self.spec.arg_names, arrays)]
+        arrays = [np.full([lengths[axis] for axis in axes], a) if n in scalars else a
+                  for n, a, axes in zip(self.spec.arg_names, arrays, self.spec.events)]
         batches = [() if n in scalars else b for n, b in zip(self.spec.arg_names, batches)]
         try:
             batch = np.broadcast_shapes(*batches)

@@ -532,9 +532,8 @@ class Lowering:
         return str(source.shape[0])
 
     def _slice_bounds(self, node):
-        """``(start, length)`` of a slice, as code where its source's length is read at run time."""
-        n = self.length(node.children[0])
-        return node.bounds(n if node.runtime and not n.isdigit() else node.children[0].shape[0])
+        """``(start, length)`` of a slice on its source's current length (``Slice.bounds``)."""
+        return node.bounds(self.length(node.children[0]))
 
     # ----- terms --------------------------------------------------------
     def term(self, term, keep, mode):

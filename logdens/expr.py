@@ -16,6 +16,8 @@ import numpy as np
 
 from logdens.ops import OPS
 
+builtins_sum = builtins.sum  # this module's ``sum`` is the expression's
+
 
 class ModelError(ValueError):
     """A model is malformed: a bad name, shape, index or data array."""
@@ -203,9 +205,9 @@ class Expr:
         ``np.maximum(x, 0)``, and numpy on the left of an operator (``y - mu``,
         ``np.float64(2) * mu``, ``X @ beta``) build the expression the operator
         or ``ld.<function>`` would; any other ufunc is a TypeError naming it."""
-        name = _UFUNCS.get(ufunc.__name__)
-        if ufunc.__name__ in ("equal", "not_equal"):  # == and != keep Python's meaning (identity), as ours
-            return (inputs[0] is inputs[-1]) == (ufunc.__name__ == "equal")
+        name = _UFUNCS.get(ufunc)
+        if ufunc in (np.equal, np.not_equal):  # == and != keep Python's meaning (identity), as ours
+            return (inputs[0] is inputs[-1]) == (ufunc is np.equal)
         if method != "__call__" or kwargs or name is None:
             raise TypeError(f"np.{ufunc.__name__} of a model expression is not supported; use the "
                             "operators and ld.<function> (ld.exp, ld.sum, ...)")
@@ -247,15 +249,10 @@ class Expr:
         return LogPdf(dist.spec, [as_expr(x)] + [as_expr(v) for v in dist.params.values()])
 
 
-builtins_sum = builtins.sum  # this module's ``sum`` is the expression's
-
-
-#: numpy's ufuncs that an expression node computes: numpy's name -> the op's.
-_UFUNCS = {**{name: name for name in ("exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tanh",
-                                      "maximum", "minimum", "logaddexp", "matmul")},
-           "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
-           "power": "pow", "negative": "neg", "absolute": "abs", "less": "lt", "less_equal": "le",
-           "greater": "gt", "greater_equal": "ge"}
+#: The ufuncs (numpy's, scipy.special's) an expression node computes -> its op's
+#: name: the op table's own numpy functions, the comparisons its indicators wrap.
+_UFUNCS = {**{op.numpy: op.name for op in OPS.values() if isinstance(op.numpy, np.ufunc)},
+           np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge", np.matmul: "matmul"}
 
 
 def _is_int(value):
@@ -371,7 +368,7 @@ class Unary(Expr):
     def __init__(self, op, arg):
         self.op, self.children = op, (arg,)
         self.shape = plate_shape((arg,), lambda: f"{op}({arg.label()})")
-        self.fixed_leading = arg.fixed_leading
+        self.fixed_leading = _leading_fixed(self)
 
     def _format(self, children):
         return f"{self.op}({children[0]})"
@@ -437,11 +434,14 @@ class Slice(Expr):
 
     def bounds(self, n):
         """``(start, length)`` of the slice of a source of length ``n``: ints for an
-        int ``n``, code for the code of a run-time length (a step above 0: a
-        negative step keeps the build length, ``runtime``)."""
-        if not isinstance(n, str):
-            start, stop, step = self.index.indices(n)
+        int ``n``, code for a run-time length (its code, or a ``sizes.Size``). A
+        negative step keeps the build bounds (``runtime``)."""
+        if not self.runtime:
+            return self.start, self.shape[0]
+        if _is_int(n) or str(n).isdigit():
+            start, stop, step = self.index.indices(int(n))
             return start, len(range(start, stop, step))
+        n = str(n)
 
         def clamp(bound, default):
             if bound is None:
@@ -482,11 +482,11 @@ class Element(Expr):
         return f"{children[0]}[{self.index}]"
 
     def at(self, n):
-        """The position read in a source of length ``n`` (an int, or the code of a
-        run-time length)."""
+        """The position read in a source of length ``n`` (an int, or a run-time
+        length: its code or a ``sizes.Size``)."""
         if self.index >= 0:
             return self.index
-        return n + self.index if not isinstance(n, str) else f"{n} - {-self.index}"
+        return n + self.index if _is_int(n) else f"{n} - {-self.index}"
 
 
 class MatVec(Expr):

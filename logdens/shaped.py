@@ -860,49 +860,47 @@ class ShapedTerm:
         return self._rows([f"for k in range({info.size}):", f"    {at(info.value, 'k')} = {at(xi.value, 'k')}"],
                           info.rowed)
 
-    def _take_map(self, node):
-        """(source info, lines header, source flat index code, own flat index code) of ``Take``."""
-        xi, axis = self._event_axis(node, "picks one row of data; only whole values and the event axes "
-                                          "of rows can be indexed")
+    def _pick(self, node, info, forward, fixed_row=False):
+        """Lines copying what ``Take`` (one position) or ``SliceAxis`` (``start +
+        step * j``) picks along one axis of its source into ``node``'s value
+        (``forward``), or adding ``node``'s adjoint back into the source's."""
+        take = isinstance(node, ex.Take)
+        xi, axis = self._event_axis(node, "picks one row of data; only whole values and the event axes of rows can "
+                                          "be indexed" if take else "slices the rows of data; only whole values and "
+                                          "the event axes of rows can be sliced")
         shape = xi.event
         outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
-        return xi, f"(o * {shape[axis]} + {node.position}) * {inner} + u", f"o * {inner} + u", outer, inner
-
-    def _slice_axis_map(self, node):
-        """(source info, source flat index code, own flat index code, outer, length,
-        inner) of ``SliceAxis``: position ``j`` along the axis reads the source's
-        ``start + step * j``."""
-        xi, axis = self._event_axis(node, "slices the rows of data; only whole values and the event axes of rows "
-                                          "can be sliced")
-        shape = xi.event
-        outer, inner, length = math.prod(shape[:axis]), math.prod(shape[axis + 1:]), node.shape[node.axis]
-        source = f"(o * {shape[axis]} + {node.start} + {node.step} * j) * {inner} + u"
-        return xi, source, f"(o * {length} + j) * {inner} + u", outer, length, inner
+        header = [f"for o in range({outer}):"]
+        if take:
+            src, dst = f"(o * {shape[axis]} + {node.position}) * {inner} + u", f"o * {inner} + u"
+        else:
+            length = node.shape[node.axis]
+            header.append(f"    for j in range({length}):")
+            src = f"(o * {shape[axis]} + {node.start} + {node.step} * j) * {inner} + u"
+            dst = f"(o * {length} + j) * {inner} + u"
+        at = self._row_element_of(info.rowed)
+        body = (f"{at(info.value, dst)} = {at(xi.value, src)}" if forward
+                else f"{at(xi.adjoint, src)} += {at(info.adjoint, dst)}")
+        return self._rows(header + indent([f"for u in range({inner}):", f"    {body}"], len(header)),
+                          info.rowed, fixed_row)
 
     def _fwd_slice_axis(self, node, info):
-        xi, src, dst, outer, length, inner = self._slice_axis_map(node)
-        at = self._row_element_of(info.rowed)
-        lines = [f"for o in range({outer}):", f"    for j in range({length}):", f"        for u in range({inner}):",
-                 f"            {at(info.value, dst)} = {at(xi.value, src)}"]
-        return self._rows(lines, info.rowed)
+        return self._pick(node, info, True)
 
-    def _fwd_take(self, node, info):
-        xi, src, dst, outer, inner = self._take_map(node)
-        at = self._row_element_of(info.rowed)
-        lines = [f"for o in range({outer}):", f"    for u in range({inner}):",
-                 f"        {at(info.value, dst)} = {at(xi.value, src)}"]
-        return self._rows(lines, info.rowed)
+    _fwd_take = _fwd_slice_axis
+
+    def _rev_slice_axis(self, node, info, kids, fixed_row):
+        return self._pick(node, info, False, fixed_row)
+
+    _rev_take = _rev_slice_axis
 
     def _position(self, node):
         """Code of the position ``Element`` ``node`` reads in its source's current length."""
-        n = self._shape(node.children[0])[0]
-        return node.at(n.code if isinstance(n, sizes.Size) else n)
+        return node.at(self._shape(node.children[0])[0])
 
     def _slice_bounds(self, node):
-        """``(start, length)`` of ``Slice`` ``node`` on its source's current length
-        (code where that is read at run time, ``SliceRule.sized``)."""
-        n = self._shape(node.children[0])[0]
-        return node.bounds(n.code) if isinstance(n, sizes.Size) and node.runtime else (node.start, node.shape[0])
+        """``(start, length)`` of ``Slice`` ``node`` on its source's current length."""
+        return node.bounds(self._shape(node.children[0])[0])
 
     def _fwd_element(self, node, info):
         (x,) = node.children
@@ -1258,20 +1256,6 @@ class ShapedTerm:
         xi = self.info[id(node.children[0])]
         at = self._row_element_of(info.rowed)
         lines = [f"for k in range({info.size}):", f"    {at(xi.adjoint, 'k')} += {at(info.adjoint, 'k')}"]
-        return self._rows(lines, info.rowed, fixed_row)
-
-    def _rev_slice_axis(self, node, info, kids, fixed_row):
-        xi, src, dst, outer, length, inner = self._slice_axis_map(node)
-        at = self._row_element_of(info.rowed)
-        lines = [f"for o in range({outer}):", f"    for j in range({length}):", f"        for u in range({inner}):",
-                 f"            {at(xi.adjoint, src)} += {at(info.adjoint, dst)}"]
-        return self._rows(lines, info.rowed, fixed_row)
-
-    def _rev_take(self, node, info, kids, fixed_row):
-        xi, src, dst, outer, inner = self._take_map(node)
-        at = self._row_element_of(info.rowed)
-        lines = [f"for o in range({outer}):", f"    for u in range({inner}):",
-                 f"        {at(xi.adjoint, src)} += {at(info.adjoint, dst)}"]
         return self._rows(lines, info.rowed, fixed_row)
 
     def _rev_element(self, node, info, kids, fixed_row):

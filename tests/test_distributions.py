@@ -321,8 +321,10 @@ def test_logits_keywords_build_the_logit_families():
     assert type(categorical) is ld.CategoricalLogit
     np.testing.assert_allclose(categorical.logpdf(np.array([0, 2])),
                                ld.Categorical(sp.softmax(logits)).logpdf(np.array([0, 2])), rtol=1e-13)
-    with pytest.raises(TypeError, match="give one of p, logits and logit_p"):
-        ld.Bernoulli(p=0.3, logits=1.0)
+    for both in (lambda: ld.Bernoulli(p=0.3, logits=1.0), lambda: ld.Bernoulli(0.3, logits=1.0),
+                 lambda: ld.Binomial(10, 0.3, logit_p=1.0), lambda: ld.Bernoulli(logits=1.0, logit_p=1.0)):
+        with pytest.raises(TypeError, match="give one of p, logits and logit_p"):
+            both()
     m = ld.Model()
     w = m.param("w", ld.Normal(0, 1), shape=3)
     m.observe("y", ld.Categorical(logits=w), np.array([0, 2, 2]))  # model expressions too

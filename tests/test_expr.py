@@ -53,6 +53,8 @@ def test_numpy_functions_of_expressions_are_the_ld_functions():
         assert isinstance(expr, Expr)
         np.testing.assert_allclose(evaluate(expr, values), want, rtol=1e-14)
     assert np.exp(mu).op == "exp" and np.maximum(mu, 0.0).op == "maximum"
+    from scipy import special
+    assert special.expit(mu).op == "logistic" and special.gammaln(mu).op == "lgamma"  # scipy's ufuncs too
     with pytest.raises(TypeError, match="np.arctan of a model expression"):
         np.arctan(mu)
     with pytest.raises(TypeError, match="np.add of a model expression"):
