@@ -56,6 +56,8 @@ class Rule:
     shaped_only = False
     #: ``X @ beta``: a data matrix read row by row by the scalar lowering.
     reads_data_matrix = False
+    #: Reads only its child's length (``len``): a whole number, whatever the rows.
+    counts = False
 
     def reads(self, node):
         """The access kind of each child, in the order of ``node.children``."""
@@ -271,6 +273,8 @@ class CumsumRule(Rule):
 
 class LengthRule(Rule):
     """``len(x)``: a number from the child's run-time plate length, no adjoint."""
+
+    counts = True
 
     def reads(self, node):
         return (WHOLE,)

@@ -125,7 +125,7 @@ def _flat(shape, names):
 def _reads_rows(node):
     """Whether ``node`` reads data with an axis (rows, in a term with them) other
     than for their count (``len``)."""
-    return any(rules.rule(n).data and n.ndim >= 1 for n in ex.nodes(node, stop=lambda n: isinstance(n, ex.Length)))
+    return any(rules.rule(n).data and n.ndim >= 1 for n in ex.nodes(node, stop=lambda n: rules.rule(n).counts))
 
 
 def _sum_outermost(value):
@@ -308,7 +308,7 @@ class ShapedTerm:
             rowed = True
             self.rowed_data = node if self.rowed_data is None else self.rowed_data
         else:  # a count of rows (``len``) is a whole number
-            rowed = any(k.rowed for k in kids) and not isinstance(node, ex.Length)
+            rowed = any(k.rowed for k in kids) and not _rule(node).counts
         event = shape[1:] if rowed else shape
         if _kind(node) == "event_kernel":
             self._check_events(node, kids, event)

@@ -64,12 +64,13 @@ def test_access_kinds_of_each_node_type(kind, reads):
 
 
 def test_attributes_of_each_node_type():
-    flags = {kind: {f for f in ("param", "data", "fixed", "elementwise", "reduces") if getattr(rules.rule(n), f)}
+    names = ("param", "data", "fixed", "elementwise", "reduces", "counts")
+    flags = {kind: {f for f in names if getattr(rules.rule(n), f)}
              for kind, n in _nodes().items()}
     assert flags == {"Param": {"param"}, "Data": {"data", "fixed"}, "Const": {"fixed"},
                      "Unary": {"elementwise"}, "Binary": {"elementwise"}, "Gather": set(),
                      "Slice": set(), "MatVec": set(), "Sum": {"reduces"}, "Element": set(),
-                     "LogPdf": {"elementwise"}, "Length": set(),
+                     "LogPdf": {"elementwise"}, "Length": {"counts"},
                      "LogSumExp": {"reduces"}, "Ternary": {"elementwise"},
                      "Cumsum": {"reduces"}, "MatMul": set(), "Reduce": set(), "LogSoftmax": set(),
                      "Transpose": set(), "Take": set(), "Reshape": set(), "SliceAxis": set(), "Cholesky": set(), "AddDiag": set(), "GPCov": set(),
