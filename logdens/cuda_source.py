@@ -41,9 +41,9 @@ Terms with values with shape (``logdens.shaped``) run a row per thread at a
 time, their buffers in local arrays; a scan's loops run on the thread, its
 copies between buffers as loops (``ShapedTerm._move``); a multivariate
 density's kernel runs on the thread, once per row, its work buffer a local
-array (``shaped.THREAD_EVENT_KERNELS``). Not on this backend yet
-(``CudaUnsupported``): linear algebra in such terms (its kernels allocate
-or call BLAS), and running sums
+array (``shaped.THREAD_EVENT_KERNELS``); linear algebra (Cholesky factors,
+triangular solves, covariance functions) runs as the kernels' loops, with
+no BLAS call. Not on this backend yet (``CudaUnsupported``): running sums
 (``ld.cumsum``) over rows of data, whose workspaces would have run-time
 lengths. Running sums of a parameter's length (a random walk's) are a
 local array of that length; like any reduction, the term that reads them
@@ -71,6 +71,9 @@ class CudaUnsupported(NotImplementedError):
 # a model's kernels takes about a second.
 KERNEL = "cuda.jit"
 
+#: Local memory a GPU thread may have: CUDA's limit (compute capability 2.0 on).
+LOCAL_BYTES = 512 * 1024
+
 
 def _check(model):
     """``CudaUnsupported`` for the first term the emitter cannot lower."""
@@ -82,6 +85,20 @@ def _check(model):
                for a in term.args for n in ex.nodes(a)):
             raise CudaUnsupported(f"term {term.name!r}: running sums (ld.cumsum) over rows of data are not on "
                                   "the CUDA backend yet; use backend='cpu'")
+
+
+def _local_lines(model, lowering):
+    """The kernel's local arrays (``Workspaces.local_lines``); ``CudaUnsupported``
+    when they exceed ``LOCAL_BYTES`` (a Gaussian process of a few hundred
+    inputs: its n x n matrices and their adjoints), which ptxas would refuse."""
+    sizes = [math.prod(int(extent) for extent in shape) for shape in lowering.workspaces.shapes.values()]
+    total = 8 * sum(sizes)
+    if total > LOCAL_BYTES:
+        shaped = ", ".join(repr(term.name) for term in model.terms if rules.shaped(term))
+        raise CudaUnsupported(f"terms {shaped}: their buffers on a GPU thread take {total // 1024} KiB (the "
+                              f"largest {max(sizes)} floats), beyond the {LOCAL_BYTES // 1024} "
+                              "KiB of local memory CUDA gives a thread; use backend='cpu'")
+    return lowering.workspaces.local_lines()
 
 
 def _flat_elementwise(model):
@@ -205,7 +222,7 @@ def _terms_kernel(model, layout, gradient):
     lowering.assign_first, lowering.terms = True, model.terms
     terms = engine.term_lines(lowering, model)
     args, binds = _point_args(layout, gradient)
-    body = (_POINT + binds + layout.prologue() + lowering.workspaces.local_lines() + ["lp_t = 0.0"]
+    body = (_POINT + binds + layout.prologue() + _local_lines(model, lowering) + ["lp_t = 0.0"]
             + target.start_lines() + terms
             + ["buffer = cuda.shared.array(THREADS, numba.float64)", "block_add(buffer, lp_t, sums, point)"]
             + target.end_lines())
@@ -236,7 +253,7 @@ def _pointwise(model, layout, term):
     lowering, body = engine.pointwise_body(model, layout, term, zero, grid=True)
     ident = layout.term_idents[term.name]
     return _kernel(f"def pointwise_{ident}({', '.join(['thetas', 'fdata', 'idata', 'out', 'dropped'] + args)}):",
-                   _POINT + binds + layout.prologue() + lowering.workspaces.local_lines() + body)
+                   _POINT + binds + layout.prologue() + _local_lines(model, lowering) + body)
 
 
 def per_sample_on_device(layout, term):
@@ -254,7 +271,7 @@ def _per_sample(model, layout, term):
     args, binds = _point_args(layout, False)
     lowering = Lowering(layout, gradient=True, per_row=True, target=GridRows(layout), grid=True)
     terms = engine.term_lines(lowering, model, "lp", term)
-    body = _POINT + binds + layout.prologue() + lowering.workspaces.local_lines() + ["lp_t = 0.0"] + terms
+    body = _POINT + binds + layout.prologue() + _local_lines(model, lowering) + ["lp_t = 0.0"] + terms
     ident = layout.term_idents[term.name]
     return _kernel(f"def per_sample_{ident}({', '.join(['thetas', 'fdata', 'idata', 'out'] + args)}):", body)
 

@@ -492,16 +492,19 @@ def _subtract_lower_product(P, Q, aL, n, m):
             # aL[top:bottom, :top] -= P[top:bottom] Q[:top]^T
             _dgemm("T", "N", top, bottom - top, m, -1.0, _at(Q, 0), m, _at(P, top * m), m,
                    1.0, _at(aL, top * n), n)
-            first = top
-        else:
-            first = 0
-        for i in range(top, bottom):
-            p = P[i * m:(i + 1) * m]
-            for j in range(first, i + 1):
-                q, s = Q[j * m:(j + 1) * m], 0.0
-                for c in range(m):
-                    s += p[c] * q[c]
-                aL[i * n + j] -= s
+        _subtract_lower_block(P, Q, aL, n, m, top, bottom)
+
+
+@njit()
+def _subtract_lower_block(P, Q, aL, n, m, top, bottom):
+    """aL[i, j] -= P[i] . Q[j] for top <= j <= i < bottom, by loops."""
+    for i in range(top, bottom):
+        p = P[i * m:(i + 1) * m]
+        for j in range(top, i + 1):
+            q, s = Q[j * m:(j + 1) * m], 0.0
+            for c in range(m):
+                s += p[c] * q[c]
+            aL[i * n + j] -= s
 
 
 @njit()
@@ -529,3 +532,19 @@ def solve_upper_transposed_reverse(L, X, aX, aL, aB, n, m, work):
     solve_lower(L, aX, work, n, m)
     _add(work, aB, n * m)
     _subtract_lower_product(X, work, aL, n, m)
+
+
+@njit()
+def solve_lower_reverse_reference(L, X, aX, aL, aB, n, m, work):
+    """``solve_lower_reverse`` by loops, with no BLAS call (a GPU thread's)."""
+    solve_upper_transposed_reference(L, aX, work, n, m)
+    _add(work, aB, n * m)
+    _subtract_lower_block(work, X, aL, n, m, 0, n)
+
+
+@njit()
+def solve_upper_transposed_reverse_reference(L, X, aX, aL, aB, n, m, work):
+    """``solve_upper_transposed_reverse`` by loops, with no BLAS call (a GPU thread's)."""
+    solve_lower_reference(L, aX, work, n, m)
+    _add(work, aB, n * m)
+    _subtract_lower_block(X, work, aL, n, m, 0, n)

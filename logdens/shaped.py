@@ -947,18 +947,25 @@ class ShapedTerm:
         """Code of a whole scalar's value: a constant's literal, else its buffer's entry."""
         return literal(node.value) if _rule(node).constant else f"{self._whole(node)}[0]"
 
+    def _linalg(self, kernel):
+        """Code naming ``linalg_kernels.<kernel>``; on a GPU thread its ``_reference``
+        twin, loops with no BLAS or LAPACK call."""
+        return f"linalg.{kernel}_reference" if self.thread else f"linalg.{kernel}"
+
     def _fwd_cholesky(self, node, info):
         self._whole_matrix(node)
-        return [f"if not linalg.cholesky_forward({self._whole(node.children[0])}, {info.value}, {self._shape(node)[0]}):",
-                f"    {info.value}[:] = math.nan  # not positive definite: the log density is -inf"]
+        n = self._shape(node)[0]
+        return ([f"if not {self._linalg('cholesky_forward')}({self._whole(node.children[0])}, {info.value}, {n}):"
+                 "  # not positive definite: the log density is -inf"]
+                + indent(self._move((info.value, None), "math.nan", n * n)))
 
     def _fwd_add_diag(self, node, info):
         self._whole_matrix(node)
         matrix, value = node.children
         n = self._shape(node)[0]
         added = self._scalar(value) if value.ndim == 0 else f"{self._whole(value)}[i]"
-        return [f"{info.value}[:] = {self._whole(matrix)}", f"for i in range({n}):",
-                f"    {info.value}[i * {n + 1}] += {added}"]
+        return self._move((info.value, None), (self._whole(matrix), None), n * n) + [
+            f"for i in range({n}):", f"    {info.value}[i * {n + 1}] += {added}"]
 
     def _solve_shape(self, node):
         """``(n, m, kernel name)`` of a triangular solve."""
@@ -970,7 +977,7 @@ class ShapedTerm:
         self._whole_matrix(node)
         n, m, kernel = self._solve_shape(node)
         factor, rhs = node.children
-        return [f"linalg.{kernel}({self._whole(factor)}, {self._whole(rhs)}, {info.value}, {n}, {m})"]
+        return [f"{self._linalg(kernel)}({self._whole(factor)}, {self._whole(rhs)}, {info.value}, {n}, {m})"]
 
     def _fwd_cholesky_logdet(self, node, info):
         self._whole_matrix(node)
@@ -1280,7 +1287,7 @@ class ShapedTerm:
     def _rev_cholesky(self, node, info, kids, fixed_row):
         n = self._shape(node)[0]
         work = self.low.workspaces.declare(f"sw{info.value[2:]}", linalg_kernels.cholesky_reverse_work(n))
-        return [f"linalg.cholesky_reverse({info.value}, {info.adjoint}, "
+        return [f"{self._linalg('cholesky_reverse')}({info.value}, {info.adjoint}, "
                 f"{self.info[id(node.children[0])].adjoint}, {n}, {work})"]
 
     def _rev_add_diag(self, node, info, kids, fixed_row):
@@ -1288,7 +1295,7 @@ class ShapedTerm:
         for j, child in kids:
             adjoint = self.info[id(child)].adjoint
             if j == 0:
-                lines.append(f"{adjoint} += {info.adjoint}")
+                lines += self._move((adjoint, None), (info.adjoint, None), n * n, "+=")
             else:
                 at = "i" if child.ndim else "0"
                 lines += [f"for i in range({n}):", f"    {adjoint}[{at}] += {info.adjoint}[i * {n + 1}]"]
@@ -1304,7 +1311,7 @@ class ShapedTerm:
                 size = n * n if j == 0 else n * m
                 scratch[j] = self.low.workspaces.declare(f"sx{info.value[2:]}_{j}", size)
         a_factor, a_rhs = (scratch.get(j, kid.adjoint) for j, kid in enumerate((factor, rhs)))
-        return [f"linalg.{kernel}_reverse({factor.value}, {info.value}, {info.adjoint}, {a_factor}, {a_rhs}, "
+        return [f"{self._linalg(kernel + '_reverse')}({factor.value}, {info.value}, {info.adjoint}, {a_factor}, {a_rhs}, "
                 f"{n}, {m}, {work})"]
 
     def _rev_cholesky_logdet(self, node, info, kids, fixed_row):
@@ -1338,8 +1345,13 @@ class ShapedTerm:
             return lines + [f"{self.info[id(c)].adjoint}[0] += {partials}[{j - 1}]" for j, c in kids if j > 0]
         d_rho = self.low.workspaces.declare(f"sr{info.value[2:]}", node.children[2].shape[0])
         lines = [f"{partials} = gp.cov_reverse_ard({arguments}, {d_rho})"]
-        sent = {1: f"[0] += {partials}", 2: f" += {d_rho}"}  # alpha's, rho's
-        return lines + [f"{self.info[id(c)].adjoint}{sent[j]}" for j, c in kids if j > 0]
+        for j, c in kids:
+            adjoint = self.info[id(c)].adjoint
+            if j == 1:
+                lines.append(f"{adjoint}[0] += {partials}")  # alpha's
+            elif j == 2:
+                lines += self._move((adjoint, None), (d_rho, None), node.children[2].shape[0], "+=")  # rho's
+        return lines
 
     def _rev_rows_of(self, node, info, kids, fixed_row):
         size = info.size
@@ -1568,13 +1580,6 @@ KINDS = {
     linalg.Stack: "stack", linalg.Concatenate: "concatenate",
 }
 
-#: The kinds a GPU thread lowers (``thread``); the others call CPU kernels that
-#: allocate or call BLAS (multivariate densities, linear algebra).
-THREAD_KINDS = {"param", "data", "elementwise", "kernel", "matmul", "reduce", "log_softmax", "transpose", "reshape",
-                "slice_axis", "take", "element", "slice", "sum", "gather", "length", "rows_of", "placeholder", "scan",
-                "scan_outputs", "stack", "concatenate"}
-
-
 #: Multivariate densities whose kernels are loops over their events, with no
 #: numpy call, allocation or BLAS: a GPU thread runs them (``_fwd_event_kernel``).
 THREAD_EVENT_KERNELS = {"MvNormal", "MvStudentT", "Dirichlet", "DirichletMultinomial", "Multinomial",
@@ -1583,15 +1588,10 @@ THREAD_EVENT_KERNELS = {"MvNormal", "MvStudentT", "Dirichlet", "DirichletMultino
 
 
 def thread_unsupported(term):
-    """The label of the first node of shaped ``term`` that a GPU thread cannot
-    lower (``THREAD_KINDS``), or None."""
+    """The label of shaped ``term``'s density if a GPU thread cannot run it (a
+    multivariate density not in ``THREAD_EVENT_KERNELS``), or None. Every
+    node kind runs on a thread (linear algebra as the kernels' loops:
+    ``_linalg``)."""
     if term.dist is not None and term.dist.spec.multivariate and term.dist.spec.name not in THREAD_EVENT_KERNELS:
         return f"{term.dist.spec.name} (a multivariate density)"
-    for root in term.args:
-        for node in ex.nodes(root):
-            if _rule(node).constant:
-                continue
-            spec = _rule(node).kernel_spec(node)
-            if _kind(node) not in THREAD_KINDS or (spec is not None and spec.multivariate):
-                return node.label()
     return None

@@ -300,6 +300,34 @@ def mv_kernels():
     return m, RNG.normal(scale=0.4, size=1 + K + (K - 1) + K + 2 + 1 + 3 + 1 + 3)
 
 
+def linalg():
+    """Linear algebra on a thread, as loops (no BLAS): a latent GP ``L @ z`` read at
+    the rows of data through an index; a GP regression with a length scale per
+    input dimension as an MvNormal's factor, its n above the CPU's loop limit
+    of the Cholesky (the CPU calls LAPACK there); triangular
+    solves both ways with a matrix right side and a log-determinant in a
+    hand-written likelihood; a vector added to a diagonal."""
+    n, big = 6, 14
+    x, X2 = np.linspace(0.0, 3.0, n), RNG.normal(size=(big, 2))
+    g = RNG.integers(0, n, N)
+    m = ld.Model()
+    alpha = m.param("alpha", ld.HalfNormal(1))
+    rho = m.param("rho", ld.HalfNormal(2))
+    sigma = m.param("sigma", ld.HalfNormal(1))
+    rho2 = m.param("rho2", ld.HalfNormal(2), shape=2)
+    z = m.param("z", ld.Normal(0, 1), shape=n)
+    jitter = m.param("jitter", ld.HalfNormal(1), shape=n)
+    f = ld.cholesky(ld.add_diag(ld.gp.matern52(m.data("x", x), alpha, rho), 0.01 + jitter)) @ z
+    m.observe("y", ld.Poisson(ld.exp(f[m.data("g", g)])), RNG.poisson(2.0, N).astype(float))
+    K2 = ld.add_diag(ld.gp.exp_quad(m.data("X2", X2), alpha, rho2), sigma ** 2)
+    m.observe("y2", ld.MvNormal(0.0, scale_tril=ld.cholesky(K2)), RNG.normal(size=big))
+    L3 = ld.cholesky(ld.add_diag(ld.gp.periodic(m.data("x3", x), alpha, rho, 2.0), sigma ** 2))
+    white = ld.solve_triangular(L3, m.data("R", RNG.normal(size=(n, 2))))
+    m.potential("lik", -0.5 * ld.sum(white * white) - ld.cholesky_logdet(L3)
+                + 0.1 * ld.sum(ld.solve_triangular(L3, white, trans=True)))
+    return m, RNG.normal(scale=0.4, size=3 + 2 + 2 * n)
+
+
 CASES = {
     "poisson": _engine(poisson), "normal": _engine(normal), "potential": _engine(potential),
     "bernoulli_logit": _engine(bernoulli_logit), "logistic": _engine(logistic, d=3),
@@ -308,7 +336,7 @@ CASES = {
     "scalars": scalars,
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
     "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather, "shaped_misc": shaped_misc,
-    "new_axes": new_axes, "mv_normal": mv_normal, "mv_kernels": mv_kernels,
+    "new_axes": new_axes, "mv_normal": mv_normal, "mv_kernels": mv_kernels, "linalg": linalg,
 }
 
 

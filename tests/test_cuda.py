@@ -112,12 +112,22 @@ def test_every_multivariate_density_runs_on_a_thread():
     assert THREAD_EVENT_KERNELS == {dist.spec.name for dist in ld.MULTIVARIATE}
 
 
-def test_linear_algebra_is_refused_by_name():
-    m = ld.Model()
-    s = m.param("s", ld.HalfNormal(1))
-    m.potential("p", ld.sum(ld.cholesky(ld.add_diag(np.ones((2, 2)), s))))
-    with pytest.raises(CudaUnsupported, match=r"term 'p': cholesky\(.*is not on the CUDA backend yet"):
-        m.compile(backend="cuda")
+def test_buffers_beyond_a_threads_local_memory_are_refused_by_name():
+    """A Gaussian process of 300 inputs: its covariance alone is 300 x 300 floats
+    (703 KiB) on each thread; 100 inputs fit (``linalg`` runs 6 and 14)."""
+    from logdens import engine
+    from logdens.cuda_source import generate_cuda_source
+
+    def gp(n):
+        m = ld.Model()
+        alpha, rho = m.param("alpha", ld.HalfNormal(1)), m.param("rho", ld.HalfNormal(1))
+        K = ld.add_diag(ld.gp.exp_quad(m.data("x", np.linspace(0, 1, n)), alpha, rho), 0.1)
+        m.observe("y", ld.MvNormal(0.0, scale_tril=ld.cholesky(K)), np.zeros(n))
+        return generate_cuda_source(*engine.lower(m.snapshot()))
+    assert "cuda.local.array(10000, numba.float64)" in gp(100)
+    with pytest.raises(CudaUnsupported, match=r"terms 'y': their buffers on a GPU thread take \d+ KiB \(the "
+                                              r"largest 90000 floats\), beyond the 512 KiB"):
+        gp(300)
 
 
 def test_priors_over_matrices_are_vector_terms_on_the_gpu():

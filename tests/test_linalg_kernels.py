@@ -283,18 +283,23 @@ def test_solve_in_place(kind, n):
 @pytest.mark.parametrize("kind", SOLVES)
 @pytest.mark.parametrize("n", [1, 3, 9, 33, 65, 129])
 @pytest.mark.parametrize("m", [1, 3])
-def test_solve_reverse_finite_differences(kind, n, m):
+@pytest.mark.parametrize("loops", [False, True])
+def test_solve_reverse_finite_differences(kind, n, m, loops):
     """Partials of f = sum(V * X) in B and in the lower entries of L, added
     to what aB and aL held, against central differences (h = 1e-6; X is
     linear in B and smooth in L: measured 6.5e-10 of the largest partial at
-    most, asked 1e-8)."""
+    most, asked 1e-8). ``loops``: the reverse's ``_reference`` twin, with no
+    BLAS call (a GPU thread's)."""
+    reverse_kernel = SOLVES[kind][1]
+    if loops:
+        reverse_kernel = getattr(lk, reverse_kernel.__name__ + "_reference")
     rng = np.random.default_rng(n + 10 * m)
     _, L = factor(spd(n, 10.0))
     B, V = rng.normal(size=(n, m)), rng.normal(size=(n, m))
     start_L, start_B = rng.normal(size=(n, n)), rng.normal(size=(n, m))
     aL, aB = start_L.ravel().copy(), start_B.ravel().copy()
     work = np.full(lk.solve_reverse_work(n, m) + 4, 7.0)
-    SOLVES[kind][1](with_garbage(L).ravel(), solve(kind, L, B).ravel(), V.ravel(), aL, aB, n, m, work)
+    reverse_kernel(with_garbage(L).ravel(), solve(kind, L, B).ravel(), V.ravel(), aL, aB, n, m, work)
     assert np.all(work[-4:] == 7.0)
     aL, aB = aL.reshape(n, n) - start_L, aB.reshape(n, m) - start_B
     assert np.all(np.triu(aL, 1) == 0.0)
