@@ -216,6 +216,18 @@ class Expr:
         args = [as_expr(a) for a in inputs]
         return (Unary, Binary)[len(args) - 1](name, *args)
 
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy's functions on expressions (``np.concatenate([a, b])``, ``np.dot(X,
+        w)``, ``np.cumsum(z)``) build what ``ld.<function>`` would
+        (``logdens.numpy_functions``); any other is a TypeError naming it."""
+        from logdens.numpy_functions import ARRAY_FUNCTIONS  # it builds on linalg, which imports this module
+        build = ARRAY_FUNCTIONS.get(func)
+        if build is None:
+            name = func.__module__.replace("numpy", "np", 1) + "." + func.__name__
+            raise TypeError(f"{name} of a model expression is not supported; use the operators and "
+                            "ld.<function> (ld.exp, ld.sum, ld.concatenate, ...)")
+        return build(*args, **kwargs)
+
     def __bool__(self):
         raise TypeError("a model expression has no truth value; use it in a model term")
 

@@ -850,6 +850,14 @@ class ShapedTerm:
         return [f"for i in range({a}):", f"    for j in range({b}):",
                 f"        {info.value}[j * {a} + i] = {self._whole(x)}[i * {b} + j]"]
 
+    def _fwd_cumsum(self, node, info):
+        (x,) = node.children
+        if self.info[id(x)].rowed:
+            raise ModelError(f"{self.where}: {node.label()}: running sums over the rows of data are not supported "
+                             "in a term with matrices")
+        return ["acc = 0.0", f"for k in range({info.size}):", f"    acc += {self._whole(x)}[k]",
+                f"    {info.value}[k] = acc"]
+
     def _fwd_reshape(self, node, info):
         """A copy in flat order: the element positions are the same."""
         xi = self.info[id(node.children[0])]
@@ -1259,6 +1267,11 @@ class ShapedTerm:
         return [f"for i in range({a}):", f"    for j in range({b}):",
                 f"        {self.info[id(x)].adjoint}[i * {b} + j] += {info.adjoint}[j * {a} + i]"]
 
+    def _rev_cumsum(self, node, info, kids, fixed_row):
+        """The adjoint of entry k is the sum of the running sums' adjoints from k on."""
+        return ["acc = 0.0", f"for k in range({info.size} - 1, -1, -1):", f"    acc += {info.adjoint}[k]",
+                f"    {self.info[id(node.children[0])].adjoint}[k] += acc"]
+
     def _rev_reshape(self, node, info, kids, fixed_row):
         xi = self.info[id(node.children[0])]
         at = self._row_element_of(info.rowed)
@@ -1573,7 +1586,7 @@ KINDS = {
     ex.Ternary: "elementwise", ex.LogPdf: "kernel", _Kernel: "kernel", ex.MatMul: "matmul",
     ex.MatVec: "matmul", ex.Reduce: "reduce", ex.LogSoftmax: "log_softmax", ex.Transpose: "transpose",
     ex.Reshape: "reshape", ex.SliceAxis: "slice_axis", ex.Take: "take", ex.Element: "element", ex.Slice: "slice",
-    ex.Sum: "sum", ex.Gather: "gather", ex.Length: "length",
+    ex.Sum: "sum", ex.Gather: "gather", ex.Length: "length", ex.Cumsum: "cumsum",
     linalg.Cholesky: "cholesky", linalg.AddDiag: "add_diag", gp.GPCov: "gp_cov", _RowsOf: "rows_of",
     linalg.SolveTriangular: "solve_triangular", linalg.CholeskyLogDet: "cholesky_logdet",
     scan_nodes.Placeholder: "placeholder", scan_nodes.Scan: "scan", scan_nodes.ScanOutputs: "scan_outputs",

@@ -234,7 +234,7 @@ def new_axes():
     (1, k) parameter stretched over the rows, an outer product of two vectors,
     a flattened weight matrix, a potential adding sums over rows to a mean over
     them and a constant, concatenations, a diagonal matrix and slices of
-    matrices' axes."""
+    matrices' axes, a random walk from 0 (running sums joined to a constant)."""
     x, Y = RNG.normal(size=N), RNG.normal(size=(N, 3))
     m = ld.Model()
     w = m.param("w", ld.Normal(0, 1), shape=3)
@@ -248,6 +248,7 @@ def new_axes():
     joined = ld.concatenate([ld.concatenate([w, a]), ld.diag(c.reshape(-1)).reshape(-1)])
     m.potential("joined", -ld.sum(ld.square(joined)) - ld.sum(ld.concatenate([np.zeros((1, 3)), c], axis=0) ** 2))
     m.potential("sliced", ld.sum(-ld.square(ld.tanh(m.data("x3", x)[:, None] * w)[:, 1:] - c[:, ::2])))
+    m.potential("walk", -ld.sum(ld.square(np.concatenate([np.zeros(1), np.cumsum(w)]))))  # running sums in a term with shape
     # an event-transformed parameter read at the rows: its adjoint has 3 entries, theta 2
     simplex = m.param("simplex", shape=3, constraint=ld.simplex)
     m.observe("Z", ld.Normal(m.data("x4", x)[:, None] * simplex, 1.0), Y)

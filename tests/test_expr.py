@@ -65,6 +65,68 @@ def test_numpy_functions_of_expressions_are_the_ld_functions():
     assert not (v == mu) and not (mu == v) and (v != mu) and mu not in [v] and not (np.float64(1.0) == mu)
 
 
+def test_numpy_array_functions_of_expressions_are_the_ld_functions():
+    """``np.concatenate``, ``np.dot``, ``np.cumsum``, ... of expressions build the
+    ld nodes (``Expr.__array_function__``; numpy's values), where numpy would
+    otherwise wrap the expression in an array of objects (``np.cumsum(z)``) or
+    multiply elementwise (``np.dot(W, z)``) with no error; any other numpy
+    function is a TypeError naming it."""
+    m = ld.Model()
+    z, W = m.param("z", shape=3), m.param("W", shape=(3, 3))
+    values = {"z": np.array([0.5, -1.0, 2.0]), "W": np.arange(9.0).reshape(3, 3) - 4.0}
+    v, V = values["z"], values["W"]
+    cases = [(np.cumsum(z), np.cumsum(v)), (np.dot(W, z), V @ v), (np.dot(z, z), v @ v), (np.dot(2.0, z), 2 * v),
+             (np.concatenate([np.zeros(1), z]), np.r_[0.0, v]), (np.concatenate([W, W], axis=1), np.hstack([V, V])),
+             (np.stack([z, z], axis=1), np.stack([v, v], axis=1)), (np.where(z > 0, z, 0.0), np.where(v > 0, v, 0.0)),
+             (np.clip(z, -0.5, 1.0), np.clip(v, -0.5, 1.0)), (np.clip(z, None, 1.0), np.minimum(v, 1.0)),
+             (np.diag(z), np.diag(v)), (np.diag(W), np.diag(V)), (np.transpose(W), V.T), (np.reshape(W, (9,)), V.ravel()),
+             (np.ravel(W), V.ravel()), (np.expand_dims(z, -1), v[:, None]), (np.expand_dims(z, (0, 2)), v[None, :, None]),
+             (np.outer(z, z), np.outer(v, v)), (np.linalg.cholesky(W @ W.T + 9.0 * np.eye(3)),
+                                                np.linalg.cholesky(V @ V.T + 9.0 * np.eye(3)))]
+    for expr, want in cases:
+        assert isinstance(expr, Expr)
+        got = evaluate(expr, values)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+    assert (np.shape(W), np.ndim(W), np.size(W), np.size(W, 1)) == ((3, 3), 2, 9, 3)
+    for call, message in [(lambda: np.max(z), "np.max of a model expression is not supported"),
+                          (lambda: np.zeros_like(z), "np.zeros_like of a model expression"),
+                          (lambda: np.linalg.inv(W), "np.linalg.inv of a model expression"),
+                          (lambda: np.cumsum(W), "running sums of vectors only"),
+                          (lambda: np.where(z > 0), "the three-argument form only"),
+                          (lambda: np.diag(W, k=1), "the main diagonal only"),
+                          (lambda: np.transpose(W[None], (1, 0, 2)), "only the reversal of the axes")]:
+        with pytest.raises(TypeError, match=message):
+            call()
+
+
+def test_a_model_written_with_numpy_functions_compiles_to_its_density():
+    """A random-walk regression written with ``np.dot``, ``np.cumsum`` and
+    ``np.concatenate``: its log density and gradient are the closed form's."""
+    rng = np.random.default_rng(3)
+    X, y, g = rng.normal(size=(8, 2)), rng.normal(size=8), np.array([0, 1, 2, 3, 3, 2, 1, 0])
+    m = ld.Model()
+    beta, z = m.param("beta", ld.Normal(0, 1), shape=2), m.param("z", ld.Normal(0, 1), shape=3)
+    walk = np.concatenate([np.zeros(1), np.cumsum(z)])
+    m.observe("y", ld.Normal(np.dot(m.data("X", X), beta) + walk[m.data("g", g)], 1.0), y)
+    theta = rng.normal(size=5)
+    b, w = theta[:2], np.r_[0.0, np.cumsum(theta[2:])]
+    r = y - X @ b - w[g]
+    walk_grad = np.array([r[g == k].sum() for k in range(4)])
+    want = np.r_[X.T @ r, np.cumsum(walk_grad[:0:-1])[::-1]] - theta
+    for backend in ("cpu", "python"):
+        density = m.compile(backend=backend)
+        lp, grad = density.log_density_gradient(theta)
+        assert lp == pytest.approx(-0.5 * (r @ r + theta @ theta), rel=1e-13)
+        np.testing.assert_allclose(grad, want, rtol=1e-12, atol=1e-12)
+    rows = m.compile().per_sample_gradient(theta, "y")
+    np.testing.assert_allclose(rows.sum(axis=0), want + theta, rtol=1e-12, atol=1e-12)
+    m.observe("Y", ld.Normal(np.cumsum(m.data("X2", X) @ beta)[:, None] * z, 1.0), np.zeros((8, 3)))
+    with pytest.raises(ModelError, match=r"term 'Y': cumsum\(\(X2 @ beta\)\): running sums over the rows of "
+                                         "data are not supported in a term with matrices"):
+        m.compile()
+
+
 def test_numpy_matrix_times_a_parameter_vector():
     m = ld.Model()
     beta = m.param("beta", ld.Normal(0, 1), shape=2)
