@@ -26,9 +26,8 @@ def _mean(a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 def _cumsum(a, axis=None):
-    a = ex.as_expr(a)
-    if a.ndim > 1:
-        raise TypeError(f"np.cumsum of {a.label()} (shape {a.shape}): running sums of vectors only")
+    if axis not in (None, 0, -1):
+        raise TypeError(f"np.cumsum of a model expression along axis {axis!r}: running sums of vectors only")
     return ex.cumsum(a)
 
 

@@ -92,12 +92,14 @@ def test_numpy_array_functions_of_expressions_are_the_ld_functions():
     for call, message in [(lambda: np.max(z), "np.max of a model expression is not supported"),
                           (lambda: np.zeros_like(z), "np.zeros_like of a model expression"),
                           (lambda: np.linalg.inv(W), "np.linalg.inv of a model expression"),
-                          (lambda: np.cumsum(W), "running sums of vectors only"),
+                          (lambda: np.cumsum(W, axis=1), "running sums of vectors only"),
                           (lambda: np.where(z > 0), "the three-argument form only"),
                           (lambda: np.diag(W, k=1), "the main diagonal only"),
                           (lambda: np.transpose(W[None], (1, 0, 2)), "only the reversal of the axes")]:
         with pytest.raises(TypeError, match=message):
             call()
+    with pytest.raises(ModelError, match="only vectors have a cumulative sum"):
+        np.cumsum(W)
 
 
 def test_a_model_written_with_numpy_functions_compiles_to_its_density():

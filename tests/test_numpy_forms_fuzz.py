@@ -1,5 +1,6 @@
 """Shape fuzz over the numpy forms (new axes, reshapes, slices of an axis,
-concatenation, reductions with keepdims, broadcasting a length-1 axis): random
+concatenation, reductions with keepdims, broadcasting a length-1 axis, running
+sums, numpy's functions of expressions): random
 expressions of whole matrices and of rows of data, in a potential or as an
 observed term's mean. Each gives the numpy evaluator's value (which numpy's
 own broadcasting computes) and central-difference gradients, or a
@@ -62,7 +63,7 @@ class Case:
                  lambda: ld.sum(x, axis=-1, keepdims=True), lambda: ld.logsumexp(x, axis=0),
                  lambda: ld.mean(x, axis=(0, -1)), lambda: ld.concatenate([x, 2.0 * x], axis=-1),
                  lambda: ld.concatenate([x, x], axis=0), lambda: x * self.operand(),
-                 lambda: ld.maximum(x, 0.1)]
+                 lambda: ld.maximum(x, 0.1), lambda: np.cumsum(x), lambda: np.concatenate([np.zeros(1), x])]
         try:
             return forms[rng.integers(len(forms))]()
         except ModelError:
