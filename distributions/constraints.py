@@ -33,6 +33,9 @@ class Constraint(NamedTuple):
         Whether the bound itself belongs to the set.
     integer : bool
         Whether only integers belong to the set.
+    infinite : bool
+        Whether -inf and inf belong to the set where its bounds allow them:
+        a truncation's bound, where an infinite one means none.
     """
 
     name: str
@@ -41,6 +44,7 @@ class Constraint(NamedTuple):
     lower_closed: bool = False
     upper_closed: bool = False
     integer: bool = False
+    infinite: bool = False
 
     def __repr__(self):
         plain = (self.lower is None and self.upper is None) or self.name in EVENT_CONSTRAINTS
@@ -106,11 +110,11 @@ def describe(constraint):
         right = "]" if c.upper_closed else ")"
         parts.append(f"in {left}{_fmt(c.lower)}, {_fmt(c.upper)}{right}")
     elif c.lower is not None:
-        parts.append(f"{'>=' if c.lower_closed else '>'} {_fmt(c.lower)}")
+        parts.append(f"{'>=' if c.lower_closed else '>'} {_fmt(c.lower)}{' (inf: none)' if c.infinite else ''}")
     elif c.upper is not None:
         parts.append(f"{'<=' if c.upper_closed else '<'} {_fmt(c.upper)}")
     else:
-        parts.append("finite")
+        parts.append("a number (or infinite)" if c.infinite else "finite")
     if c.integer:
         parts.append("an integer")
     return "must be " + " and ".join(parts)
@@ -139,15 +143,18 @@ def contains(constraint, value, arguments=None):
     """Elementwise mask: which entries of ``value`` lie in the set.
 
     ``arguments`` maps argument names to values for named bounds. NaN is
-    never contained; infinities are contained only where a bound allows it
-    (never, for every constraint here, since the sets are open at infinity).
+    never contained; infinities only in a set marked ``infinite``, where its
+    bounds allow them.
     """
     value = np.asarray(value, dtype=float)
     lower, upper = resolve_bounds(constraint, arguments or {})
     with np.errstate(invalid="ignore"):
-        inside = np.isfinite(value)
-        inside &= (value >= lower) if constraint.lower_closed else (value > lower)
-        inside &= (value <= upper) if constraint.upper_closed else (value < upper)
+        inside = np.isfinite(value) | (constraint.infinite & np.isinf(value))
+        # a missing bound of an ``infinite`` set is its infinity, which belongs to it
+        lower_closed = constraint.lower_closed or (constraint.infinite and constraint.lower is None)
+        upper_closed = constraint.upper_closed or (constraint.infinite and constraint.upper is None)
+        inside &= (value >= lower) if lower_closed else (value > lower)
+        inside &= (value <= upper) if upper_closed else (value < upper)
         if constraint.integer:
             inside &= value == np.floor(value)
     return inside

@@ -5,8 +5,9 @@
     z = (x - loc) / scale,  a = (lower - loc) / scale,  b = (upper - loc) / scale
 
 Phi is the standard normal cdf. Support: lower <= x <= upper. Parameters: loc
-real, scale > 0, lower real, upper > lower (both bounds finite; for a
-one-sided truncation use a bound far in the tail). The normalizer stays
+real, scale > 0, lower real or -inf, upper > lower or inf (an infinite bound
+is none, as PyMC's and NumPyro's missing one: ``TruncatedNormal(mu, s, 0.0,
+np.inf)`` is a normal truncated below at 0). The normalizer stays
 accurate with both bounds deep in one tail (lower = 8, upper = 9 around
 loc = 0, scale = 1) and for narrow intervals.
 scipy: ``scipy.stats.truncnorm(a, b, loc, scale)`` with a, b standardized as
@@ -16,7 +17,7 @@ above; Stan: ``normal_lpdf(x | loc, scale) T[lower, upper]``.
 import math
 
 from . import vmath
-from .constraints import greater_than, interval, positive, real
+from .constraints import Constraint, greater_than, interval, positive, real
 from .frozen import Distribution
 from .jit import jitable, kernel
 from .spec import Param, Spec, Summand
@@ -26,8 +27,8 @@ from .special import LOG_FLOAT_MAX, LOG_SQRT_2PI, SMALLEST_NORMAL, log_diff_ndtr
 
 @jitable
 def _valid(x, loc, scale, lower, upper):
-    return (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(loc) and math.isfinite(lower)
-            and lower < upper < math.inf and lower <= x <= upper)
+    return (SMALLEST_NORMAL <= scale < math.inf and math.isfinite(loc) and math.isfinite(x)
+            and lower < upper and lower <= x <= upper)
 
 
 @jitable
@@ -96,6 +97,8 @@ def _normalizer_terms(a, b, width, log_mass):
     """
     pa = _density_over_mass(a, log_mass)
     pb = _density_over_mass(b, log_mass)
+    if pa == 0.0 and pb == 0.0:  # both bounds beyond any tail (both infinite: a normal)
+        return 0.0, 0.0, 0.0, 0.0
     log_ratio = -0.5 * width * (a + b)  # log(pb / pa), its sign picks the form
     if log_ratio <= 0.0:
         if pa == 0.0:
@@ -221,8 +224,9 @@ def rvs(state, loc, scale, lower, upper):
 
 SPEC = Spec(
     name="TruncatedNormal",
-    params=(Param("loc", real), Param("scale", positive), Param("lower", real),
-            Param("upper", greater_than("lower"))),
+    params=(Param("loc", real), Param("scale", positive),
+            Param("lower", Constraint("less_than", upper=math.inf, infinite=True)),
+            Param("upper", greater_than("lower")._replace(infinite=True))),
     support=interval("lower", "upper", closed=True),
     summands=(
         Summand(("x", "loc", "scale"), "-((x - loc) / scale)**2 / 2"),

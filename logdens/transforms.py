@@ -156,6 +156,12 @@ def _number(bound, what):
     return float(bound)
 
 
+def _finite_or_none(bound, infinity):
+    """``bound``, or None where it is the infinity at its end (no bound there: a
+    truncation's ``upper=np.inf``)."""
+    return None if isinstance(bound, (int, float)) and bound == infinity else bound
+
+
 def for_constraint(constraint, what):
     """The transform that maps the real line onto ``constraint``.
 
@@ -170,7 +176,7 @@ def for_constraint(constraint, what):
         return for_event_constraint(constraint.name)
     if bounds.has_expression(constraint):
         constraint = bounds.raw_constraint(constraint)
-    lower, upper = constraint.lower, constraint.upper
+    lower, upper = _finite_or_none(constraint.lower, -np.inf), _finite_or_none(constraint.upper, np.inf)
     if lower is None and upper is None:
         return Identity()
     if upper is None:

@@ -217,6 +217,14 @@ CASES = [
          loc=0.0, scale=1e-9, lower=-3e-9, upper=-2e-9, note="tiny scale, mpmath"),
     case(TruncatedNormal, [-5.0, 0.0, 1e3], TRUNCATED_NORMAL_MP,
          loc=0.0, scale=1e10, lower=-5.0, upper=1e3, note="huge scale, mpmath"),
+    case(TruncatedNormal, [0.0, 0.1, 3.0, 40.0], TRUNCATED_NORMAL,
+         loc=0.5, scale=1.5, lower=0.0, upper=np.inf, note="no upper bound"),
+    case(TruncatedNormal, [-30.0, -2.0, -1.0], TRUNCATED_NORMAL,
+         loc=0.0, scale=1.0, lower=-np.inf, upper=-1.0, note="no lower bound"),
+    case(TruncatedNormal, [-3.0, 0.0, 2.0], TRUNCATED_NORMAL,
+         loc=1.0, scale=2.0, lower=-np.inf, upper=np.inf, note="no bounds: Normal"),
+    case(TruncatedNormal, [30.0, 30.5, 45.0], TRUNCATED_NORMAL_MP,
+         loc=0.0, scale=1.0, lower=30.0, upper=np.inf, note="far tail, no upper bound, mpmath"),
 ]
 
 INVALID = [

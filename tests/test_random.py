@@ -147,6 +147,9 @@ CONTINUOUS = [
     (ld.TruncatedNormal(0.0, 1.0, -9.0, -8.0), _truncnorm(0.0, 1.0, -9.0, -8.0)),
     (ld.TruncatedNormal(0.0, 1.0, 3.0, 3.05), _truncnorm(0.0, 1.0, 3.0, 3.05)),
     (ld.TruncatedNormal(0.0, 1.0, 0.5, 1e3), _truncnorm(0.0, 1.0, 0.5, 1e3)),
+    (ld.TruncatedNormal(1.0, 2.0, 0.0, np.inf), _truncnorm(1.0, 2.0, 0.0, np.inf)),
+    (ld.TruncatedNormal(0.0, 1.0, -np.inf, -6.0), _truncnorm(0.0, 1.0, -np.inf, -6.0)),
+    (ld.TruncatedNormal(0.5, 1.0, -np.inf, np.inf), _truncnorm(0.5, 1.0, -np.inf, np.inf)),
 ]
 
 DISCRETE = [
