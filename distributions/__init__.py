@@ -56,6 +56,7 @@ from .von_mises import VonMises
 from .weibull import Weibull
 from .zero_inflated_negative_binomial import ZeroInflatedNegativeBinomial
 from .zero_inflated_poisson import ZeroInflatedPoisson
+from .zero_sum_normal import ZeroSumNormal
 
 ALL = (
     Bernoulli, BernoulliLogit, Beta, BetaBinomial, Binomial, BinomialLogit, Cauchy,
@@ -68,7 +69,7 @@ ALL = (
 
 MULTIVARIATE = (
     AR, Categorical, CategoricalLogit, Dirichlet, DirichletMultinomial, GaussianRandomWalk, LKJCholesky,
-    LKJCorr, Multinomial, MvNormal, MvStudentT, OrderedLogistic, OrderedProbit,
+    LKJCorr, Multinomial, MvNormal, MvStudentT, OrderedLogistic, OrderedProbit, ZeroSumNormal,
 )
 
 __all__ = (["ALL", "MULTIVARIATE", "Distribution", "InvalidArgumentError"]

@@ -1597,7 +1597,7 @@ KINDS = {
 #: numpy call, allocation or BLAS: a GPU thread runs them (``_fwd_event_kernel``).
 THREAD_EVENT_KERNELS = {"MvNormal", "MvStudentT", "Dirichlet", "DirichletMultinomial", "Multinomial",
                         "Categorical", "CategoricalLogit", "OrderedLogistic", "OrderedProbit", "LKJCholesky",
-                        "LKJCorr", "GaussianRandomWalk", "AR"}
+                        "LKJCorr", "GaussianRandomWalk", "AR", "ZeroSumNormal"}
 
 
 def thread_unsupported(term):

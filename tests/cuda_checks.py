@@ -301,6 +301,16 @@ def mv_kernels():
     return m, RNG.normal(scale=0.4, size=1 + K + (K - 1) + K + 2 + 1 + 3 + 1 + 3)
 
 
+def zero_sum():
+    """Group effects with a ZeroSumNormal prior (a multivariate kernel as a prior,
+    the sum-to-zero event transform) read through an index."""
+    g = RNG.integers(0, 5, N)
+    m = ld.Model()
+    s = m.param("s", ld.HalfNormal(1))
+    a = m.param("a", ld.ZeroSumNormal(s), shape=5)
+    m.observe("y", ld.Normal(a[m.data("g", g)], 1.0), RNG.normal(size=N))
+    return m, RNG.normal(scale=0.5, size=1 + 4)
+
 def linalg():
     """Linear algebra on a thread, as loops (no BLAS): a latent GP ``L @ z`` read at
     the rows of data through an index; a GP regression with a length scale per
@@ -338,6 +348,7 @@ CASES = {
     "outside_support": outside_support, "expression_bounds": expression_bounds, **{f"random_{k}": random_model(k) for k in range(4)},
     "mlp": mlp, "softmax": softmax, "shaped_whole": shaped_whole, "row_gather": row_gather, "shaped_misc": shaped_misc,
     "new_axes": new_axes, "mv_normal": mv_normal, "mv_kernels": mv_kernels, "linalg": linalg,
+    "zero_sum": zero_sum,
 }
 
 
