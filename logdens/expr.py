@@ -231,6 +231,11 @@ class Expr:
     def __bool__(self):
         raise TypeError("a model expression has no truth value; use it in a model term")
 
+    def __len__(self):
+        raise TypeError(f"len() of a model expression ({self.label()}): a data length may change with "
+                        "set_data, so it is not a Python number; x.shape[0] is the length when the model "
+                        "is built, ld.mean divides by the length at run time")
+
     @property
     def ndim(self):
         return len(self.shape)

@@ -100,6 +100,8 @@ def test_numpy_array_functions_of_expressions_are_the_ld_functions():
             call()
     with pytest.raises(ModelError, match="only vectors have a cumulative sum"):
         np.cumsum(W)
+    with pytest.raises(TypeError, match=r"len\(\) of a model expression \(z\): a data length may change"):
+        len(z)
 
 
 def test_a_model_written_with_numpy_functions_compiles_to_its_density():
