@@ -29,13 +29,11 @@ one pass over the differences, no scratch.
 
 import math
 
-import numpy as np
-
 from . import random, vmath
 from .constraints import positive, real
 from .frozen import InvalidArgumentError
 from .jit import jitable, kernel
-from .multivariate import MultivariateDistribution
+from .multivariate import MultivariateDistribution, is_integer
 from .spec import Param, Spec, Summand
 from .special import LOG_SQRT_2PI
 
@@ -158,8 +156,7 @@ class SeriesBase(MultivariateDistribution):
 
     def _set_steps(self, steps):
         """Keep ``steps`` (None or an integer >= 0), or raise naming it."""
-        integral = isinstance(steps, (int, np.integer)) and not isinstance(steps, (bool, np.bool_))
-        if steps is not None and not (integral and steps >= 0):
+        if steps is not None and not (is_integer(steps) and steps >= 0):
             raise InvalidArgumentError(f"{self.spec.name}: steps={steps!r}, must be an integer >= 0 (the "
                                        "number of values after the initial ones)")
         self.steps = None if steps is None else int(steps)

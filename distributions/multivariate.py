@@ -25,6 +25,11 @@ def _compiled(spec):
     return _COMPILED[spec.name]
 
 
+def is_integer(value):
+    """Whether ``value`` is a Python or numpy integer (a bool is not): a length."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _event(a, index):
     """The event of ``a`` at batch ``index``: an array, or a float for a scalar event."""
     e = a[index]

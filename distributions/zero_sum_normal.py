@@ -21,13 +21,11 @@ Partials: d/dx_i = -x_i / sigma^2, d/dsigma = (sum x_i^2 / sigma^2 - (n - 1)) / 
 
 import math
 
-import numpy as np
-
 from . import random, vmath
 from .constraints import positive, sum_to_zero
 from .frozen import InvalidArgumentError
 from .jit import jitable, kernel
-from .multivariate import MultivariateDistribution
+from .multivariate import MultivariateDistribution, is_integer
 from .spec import Param, Spec, Summand
 from .special import LOG_SQRT_2PI
 
@@ -118,8 +116,7 @@ class ZeroSumNormal(MultivariateDistribution):
     spec = SPEC
 
     def __init__(self, sigma=1.0, n=None):
-        integral = isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
-        if n is not None and not (integral and n >= 1):
+        if n is not None and not (is_integer(n) and n >= 1):
             raise InvalidArgumentError(f"ZeroSumNormal: n={n!r}, must be an integer >= 1 (the vector's length)")
         self.n = None if n is None else int(n)
         super().__init__(sigma)

@@ -888,8 +888,12 @@ def dot(a, b):
 
 
 def clip(x, lower, upper):
-    """``x`` limited to [lower, upper] elementwise (``np.clip``): ``minimum(maximum(x, lower), upper)``."""
-    return FUNCTIONS["minimum"](FUNCTIONS["maximum"](x, lower), upper)
+    """``x`` limited to [lower, upper] elementwise (``np.clip``): ``minimum(maximum(x,
+    lower), upper)``; a bound of None is none."""
+    x = as_expr(x)
+    if lower is not None:
+        x = FUNCTIONS["maximum"](x, lower)
+    return x if upper is None else FUNCTIONS["minimum"](x, upper)
 
 
 def transpose(x):

@@ -72,11 +72,7 @@ def _where(condition, x=None, y=None):
 
 
 def _clip(a, a_min=None, a_max=None, *, min=None, max=None):
-    lower, upper = (a_min if min is None else min), (a_max if max is None else max)
-    a = ex.as_expr(a)
-    if lower is not None:
-        a = ex.FUNCTIONS["maximum"](a, lower)
-    return a if upper is None else ex.FUNCTIONS["minimum"](a, upper)
+    return ex.clip(a, a_min if min is None else min, a_max if max is None else max)
 
 
 def _diag(v, k=0):
