@@ -237,6 +237,7 @@ def header(model, layout, what="a model", packages=("import numpy as np",), help
              "import math", "", "import numba", *packages, "",
              "from logdens.distributions import special, vmath", "from logdens import event_transforms as events",
              "from logdens import gp, linalg_kernels as linalg", "from logdens.opaque import opaque",
+             "from logdens.outer import row_outer, row_outer_add",
              *helpers] + imports + ["", ""])
 
 

@@ -1213,7 +1213,10 @@ class ShapedTerm:
             elif li.rowed:  # A.T @ G into the whole right operand's adjoint
                 k = self._shape(left)[1]
                 m = self._shape(right)[1] if right.ndim == 2 else 1
-                if fixed_row or self.thread:  # one row (a GPU thread's block is one row)
+                if fixed_row and not self.thread:  # the row's outer product (logdens.outer)
+                    kind = "row_outer" if self._op(child) == "=" else "row_outer_add"
+                    lines += [f"{kind}({ri.adjoint}, {li.value}[r], {info.adjoint}[r], {k}, {m})"]
+                elif fixed_row or self.thread:  # one row (a GPU thread's block is one row)
                     lines += self._rows([f"for j in range({k}):", f"    for q in range({self._inner(m)}):",
                                          f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * "
                                          f"{info.adjoint}[r, q]"], True, fixed_row)
