@@ -67,8 +67,6 @@ for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MK
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
-import importlib.metadata  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
@@ -84,6 +82,9 @@ TOOLS = ("logdens", "nutpie", "numpyro", "pymc")
 #: Modules a tool needs; a tool whose modules do not import is skipped.
 TOOL_MODULES = {"logdens": ("logdens", "logdens.samplers"), "nutpie": ("nutpie", "pymc"),
                 "numpyro": ("numpyro", "jax"), "pymc": ("pymc",)}
+#: Packages whose versions a run reports.
+VERSIONED = ("numpy", "numba", "llvmlite", "logdens", "nutpie", "pymc", "pytensor", "numpyro", "jax",
+             "arviz_base", "arviz_stats")
 #: How many combined Monte Carlo standard errors two means may differ by.
 MCSE_TOLERANCE = 5.0
 
@@ -433,14 +434,22 @@ def worker(model, tool, draws, tune, seed, core, out):
 
 # ----- the driver -----
 
-def available(tool):
-    """None if the tool's modules import, else the reason."""
-    for name in TOOL_MODULES[tool]:
-        try:
-            importlib.import_module(name)
-        except Exception as exc:  # any import failure means the peer is absent
-            return f"{name}: {type(exc).__name__}: {exc}"
-    return None
+def available(tool, python):
+    """None if the tool's modules import in interpreter ``python``, else the reason."""
+    code = ("import importlib, sys\n"
+            f"for name in {TOOL_MODULES[tool]!r}:\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except Exception as exc:\n"
+            "        sys.exit(f'{name}: {type(exc).__name__}: {exc}')\n")
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["failed"])[-1]
+
+
+def interpreter(tool, args):
+    """The Python that runs ``tool``: peers may live in their own environment
+    (``--peer-python``: PyMC pins an older numba than the one pip picks for logdens)."""
+    return args.peer_python if tool != "logdens" and args.peer_python else sys.executable
 
 
 def spawn(model, tool, args):
@@ -451,6 +460,8 @@ def spawn(model, tool, args):
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
                    PYTHONWARNINGS="ignore")
+        if args.cold_peers and tool != "logdens":  # PyTensor's compiled C modules, empty too
+            env["PYTENSOR_FLAGS"] = f"compiledir={os.path.join(tmp, 'pytensor')}"
         cold = _spawn_one(model, tool, args, env, os.path.join(tmp, "cold.json"))
         if tool != "logdens" or "error" in cold:
             return cold
@@ -459,7 +470,7 @@ def spawn(model, tool, args):
 
 def _spawn_one(model, tool, args, env, out):
     """One worker process; its summary, or ``{"error": ...}``."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", model, tool,
+    cmd = [interpreter(tool, args), os.path.abspath(__file__), "--worker", model, tool,
            "--draws", str(args.draws), "--tune", str(args.tune), "--seed", str(args.seed),
            "--core", str(args.core), "--out", out] + (
                ["--log-likelihood"] if args.log_likelihood else []) + (
@@ -559,6 +570,11 @@ def ratios(results):
         best = max(fair, key=lambda t: rate(fair[t], with_compile))
         parts.append(f"{label}: logdens / best peer ({best}) = "
                      f"{rate(me, with_compile) / rate(peers[best], with_compile):.2f}")
+    cold = ok.get("logdens, empty numba cache")
+    if cold is not None:  # the first run after installing (against cold peers with --cold-peers)
+        best = max(peers, key=lambda t: rate(peers[t], True))
+        parts.append(f"ESS/s incl. compile, logdens with an empty numba cache / best peer ({best}) = "
+                     f"{rate(cold, True) / rate(peers[best], True):.2f}")
     best = min(peers, key=lambda t: peers[t]["grads_per_ess"])
     parts.append(f"grads/ESS: logdens / best peer ({best}) = "
                  f"{me['grads_per_ess'] / peers[best]['grads_per_ess']:.2f}")
@@ -573,22 +589,28 @@ def machine(args):
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    versions = []
-    for name in ("numpy", "numba", "logdens", "nutpie", "pymc", "pytensor", "numpyro", "jax",
-                 "arviz_base", "arviz_stats"):
-        try:
-            versions.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            versions.append(f"{name} absent")
+    pythons = [sys.executable] + ([args.peer_python] if args.peer_python else [])
     return "\n".join([
         f"platform: {platform.platform()}, Python {platform.python_version()}",
-        f"CPU: {cpu} ({os.cpu_count()} logical CPUs; every worker pinned to CPU {args.core})",
-        ", ".join(versions),
+        f"CPU: {cpu} ({os.cpu_count()} logical CPUs; every worker pinned to CPU {args.core})"]
+        + [("peers: " if python != sys.executable else "") + _versions(python) for python in pythons] + [
         "threads: NUMBA_NUM_THREADS=OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1, "
         f"XLA_FLAGS={os.environ['XLA_FLAGS']}",
         f"4 chains, tune {args.tune}, draws {args.draws}, seed {args.seed}, "
-        "one fresh process per (model, tool), empty numba cache",
+        "one fresh process per (model, tool), empty numba cache"
+        + (", empty PyTensor compile directory for the peers" if args.cold_peers else ""),
         f"load average at the start: {os.getloadavg()}"])
+
+
+def _versions(python):
+    """The versions of the packages that matter here, as ``python`` imports them."""
+    code = ("import importlib.metadata as m\n"
+            f"for name in {VERSIONED!r}:\n"
+            "    try:\n"
+            "        print(name, m.version(name), end=', ')\n"
+            "    except m.PackageNotFoundError:\n"
+            "        print(name, 'absent', end=', ')\n")
+    return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.rstrip(", ")
 
 
 # The first ``ld.nuts`` of a process, phase by phase (``--first-call``): a
@@ -650,6 +672,11 @@ def parse(argv):
                         "do not by default)")
     p.add_argument("--no-pymc-checks", action="store_true",
                    help="PyMC skips its convergence checks (logdens still computes its warnings)")
+    p.add_argument("--peer-python", help="the Python interpreter (of another environment) that runs "
+                                        "the peers; logdens runs in this one")
+    p.add_argument("--cold-peers", action="store_true",
+                   help="the peers start from an empty PyTensor compile directory too, so every "
+                        "tool runs as on its first run after installing (JAX keeps no cache)")
     p.add_argument("--json", help="also write all results to this file")
     p.add_argument("--report", help="print the tables of a --json file; run nothing")
     p.add_argument("--first-call", type=int, metavar="ROUNDS",
@@ -681,7 +708,7 @@ def main(argv=None):
             raise SystemExit(f"unknown model or tool {name!r}")
     runnable = []
     for tool in tools:
-        reason = available(tool)
+        reason = available(tool, interpreter(tool, args))
         if reason:
             print(f"skipping {tool}: {reason}")
         else:
