@@ -1215,7 +1215,10 @@ class ShapedTerm:
                 m = self._shape(right)[1] if right.ndim == 2 else 1
                 if fixed_row and not self.thread:  # the row's outer product (logdens.outer)
                     kind = "row_outer" if self._op(child) == "=" else "row_outer_add"
-                    lines += [f"{kind}({ri.adjoint}, {li.value}[r], {info.adjoint}[r], {k}, {m})"]
+                    h, g = f"{li.value}[r]", f"{info.adjoint}[r]"
+                    # a vector's (k, 1) product is the (1, k) one: k contiguous entries
+                    rows, (h, g), n = (1, (g, h), k) if m == 1 else (k, (h, g), m)
+                    lines += [f"{kind}({ri.adjoint}, {h}, {g}, {rows}, {n})"]
                 elif fixed_row or self.thread:  # one row (a GPU thread's block is one row)
                     lines += self._rows([f"for j in range({k}):", f"    for q in range({self._inner(m)}):",
                                          f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * "
