@@ -1215,9 +1215,9 @@ class ShapedTerm:
                 m = self._shape(right)[1] if right.ndim == 2 else 1
                 if fixed_row and not self.thread:  # the row's outer product (logdens.outer)
                     kind = "row_outer" if self._op(child) == "=" else "row_outer_add"
-                    h, g = f"{li.value}[r]", f"{info.adjoint}[r]"
-                    # a vector's (k, 1) product is the (1, k) one: k contiguous entries
-                    rows, (h, g), n = (1, (g, h), k) if m == 1 else (k, (h, g), m)
+                    h, g, rows, n = f"{li.value}[r]", f"{info.adjoint}[r]", k, m
+                    if m == 1:  # a vector's (k, 1) product is the (1, k) one: k contiguous entries
+                        h, g, rows, n = g, h, 1, k
                     lines += [f"{kind}({ri.adjoint}, {h}, {g}, {rows}, {n})"]
                 elif fixed_row or self.thread:  # one row (a GPU thread's block is one row)
                     lines += self._rows([f"for j in range({k}):", f"    for q in range({self._inner(m)}):",
