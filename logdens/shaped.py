@@ -1219,8 +1219,8 @@ class ShapedTerm:
                     if m == 1:  # a vector's (k, 1) product is the (1, k) one: k contiguous entries
                         h, g, rows, n = g, h, 1, k
                     lines += [f"{kind}({ri.adjoint}, {h}, {g}, {rows}, {n})"]
-                elif fixed_row or self.thread:  # one row (a GPU thread's block is one row)
-                    lines += self._rows([f"for j in range({k}):", f"    for q in range({self._inner(m)}):",
+                elif self.thread:  # one row (a GPU thread's block is one row): plain loops
+                    lines += self._rows([f"for j in range({k}):", f"    for q in range({m}):",
                                          f"        {ri.adjoint}[j * {m} + q] {self._op(child)} {li.value}[r, j] * "
                                          f"{info.adjoint}[r, q]"], True, fixed_row)
                 elif right.ndim == 2:
