@@ -71,6 +71,19 @@ def _client(client):
                          "or a cluster's scheduler address)") from err
 
 
+def _workers(client, timeout):
+    """The addresses of ``client``'s workers, after waiting up to ``timeout`` s for
+    a first one (a cluster still starting them, or replacing lost ones); a
+    TimeoutError naming the wait if none joins."""
+    if not client.scheduler_info()["workers"]:
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError as err:
+            raise TimeoutError(f"ShardedLogDensity: the Dask cluster has no worker, and none joined within "
+                               f"{timeout} s") from err
+    return sorted(client.scheduler_info()["workers"])
+
+
 # ----- the model on the wire ---------------------------------------------
 
 class ModelPayload(NamedTuple):
@@ -467,7 +480,7 @@ class ShardedLogDensity:
         self.timeout = timeout
         head, rest = payload(model), payload(likelihood_model(model))
         self._kept = _shared_deterministics(head.model)
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = _workers(client, timeout)
         self._futures = []
         for i, shard in enumerate(shards):
             where = [workers[i % len(workers)]]

@@ -97,6 +97,19 @@ def test_a_likelihood_whose_rows_do_not_add_up_over_shards_is_refused():
         ldd.ShardedLogDensity(m.compile(backend="python"), [{}])
 
 
+def test_a_cluster_without_workers_is_a_timeout_that_says_so():
+    """Shards are placed on the workers there are: with none (a cluster still
+    starting them, or one that lost them) the density waits ``timeout`` for a
+    first one, then says so, rather than failing on an empty list."""
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None)
+    try:
+        with distributed.Client(cluster, timeout=WAIT) as empty:
+            with pytest.raises(TimeoutError, match="the Dask cluster has no worker, and none joined within 1 s"):
+                ldd.ShardedLogDensity(regression(), [regression_data(10, 1)], empty, timeout=1)
+    finally:
+        cluster.close(timeout=WAIT)
+
+
 def test_a_worker_rebuilds_the_density_from_model_source_and_data():
     m = regression()
     density = m.compile()
