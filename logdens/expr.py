@@ -137,8 +137,21 @@ class Expr:
     def __neg__(self):
         return Unary("neg", self)
 
-    # Comparisons give 1.0 or 0.0, for ld.where. == and != keep their Python
-    # meaning (identity): expressions live in dicts and sets.
+    # Comparisons give 1.0 or 0.0, for ld.where; == and != too, as numpy's and JAX's.
+    # Nodes hash by identity, so dicts and sets of nodes (and lru_cache keyed by
+    # one) still work: a lookup compares a key with ``==`` only when the hashes
+    # are equal, and distinct live objects have distinct identity hashes. ``in``
+    # on a list, ``list.index`` and tuple equality do compare, and the truth of
+    # a comparison raises (``__bool__``): code that looks for a node keys by
+    # ``id`` or compares with ``is``.
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):
+        return _compare("eq", self, other)
+
+    def __ne__(self, other):
+        return _compare("ne", self, other)
+
     def __lt__(self, other):
         return Binary("lt", self, as_expr(other))
 
@@ -194,11 +207,7 @@ class Expr:
             return Slice(self, index)
         if _is_int(index):
             return Element(self, int(index)) if self.ndim <= 1 else Take(self, int(index), 0)
-        index = as_expr(index)
-        if not isinstance(index, Data) or not index.integer:
-            raise ModelError(f"index of {self.label()} must be an integer data array (m.data(...)) "
-                             "or a constant slice")
-        return Gather(self, index)
+        return Gather(self, _index_array(index, lambda: f"{self.label()}[{_index_text(index)}]"))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """numpy's ufuncs on expressions, as numpy users write them: ``np.exp(mu)``,
@@ -206,8 +215,6 @@ class Expr:
         ``np.float64(2) * mu``, ``X @ beta``) build the expression the operator
         or ``ld.<function>`` would; any other ufunc is a TypeError naming it."""
         name = _UFUNCS.get(ufunc)
-        if ufunc in (np.equal, np.not_equal):  # == and != keep Python's meaning (identity), as ours
-            return (inputs[0] is inputs[-1]) == (ufunc is np.equal)
         if method != "__call__" or kwargs or name is None:
             raise TypeError(f"np.{ufunc.__name__} of a model expression is not supported; use the "
                             "operators and ld.<function> (ld.exp, ld.sum, ...)")
@@ -229,7 +236,20 @@ class Expr:
         return build(*args, **kwargs)
 
     def __bool__(self):
-        raise TypeError("a model expression has no truth value; use it in a model term")
+        raise TypeError(f"{self.label()}: a model expression has no truth value (a Python if, and, or, "
+                        "`in` on a list): its value is known only when the model runs; choose per "
+                        "element with ld.where(x > 0, a, b), and test whether two nodes are one with `is`")
+
+    def __float__(self):
+        raise TypeError(f"{self.label()}: a model expression is not a Python number (math.log(x), "
+                        "float(x)): its value is known only when the model runs; use the functions "
+                        "that build expressions: ld.log, ld.exp, ld.sqrt, ...")
+
+    def __index__(self):
+        raise TypeError(f"{self.label()}: a model expression is not a Python integer (int(x), range(x), "
+                        "a list or array indexed by it): lengths and positions are fixed when the model "
+                        "is built; to pick elements by data, index an expression with an integer data "
+                        "array (a[m.data('idx', ints)])")
 
     def __len__(self):
         raise TypeError(f"len() of a model expression ({self.label()}): a data length may change with "
@@ -269,29 +289,81 @@ class Expr:
 #: The ufuncs (numpy's, scipy.special's) an expression node computes -> its op's
 #: name: the op table's own numpy functions, the comparisons its indicators wrap.
 _UFUNCS = {**{op.numpy: op.name for op in OPS.values() if isinstance(op.numpy, np.ufunc)},
-           np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge", np.matmul: "matmul"}
+           np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge", np.equal: "eq",
+           np.not_equal: "ne", np.matmul: "matmul"}
+
+
+def _compare(op, node, other):
+    """``node == other`` (``op`` "eq") or ``!=`` ("ne"): a comparison node, or
+    NotImplemented for a value that is no number, array or expression (a
+    string, None, a ``sizes.Size``), so that Python compares by identity."""
+    try:
+        other = as_expr(other)
+    except TypeError:
+        return NotImplemented
+    return Binary(op, node, other)
 
 
 def _is_int(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def _is_full(part):
+    """Whether an index ``part`` is ``:`` (never comparing an array or expression with a slice)."""
+    return isinstance(part, slice) and part == slice(None)
+
+
+def _index_text(part):
+    """An index part as written, for errors: ``0``, ``1:``, ``cidx``, ``array(3,)``."""
+    if isinstance(part, slice):
+        return slice_text(part)
+    if isinstance(part, Expr):
+        return part.label()
+    return f"array{np.shape(part)}" if isinstance(part, (np.ndarray, list)) else repr(part)
+
+
+def _index_array(part, what):
+    """``part`` of an index as the integer data array that gathers by it; a
+    ModelError naming the index (``what()``: the indexing as written) otherwise."""
+    array = as_expr(part)
+    if not isinstance(array, Data) or not array.integer:
+        raise ModelError(f"{what()}: index {_index_text(part)} must be an integer data array "
+                         "(m.data(name, ints)), an integer or a slice")
+    return array
+
+
 def _take_tuple(node, index):
-    """``x[:, j]`` and ``x[i, j]``: full slices and integer positions, one per axis."""
+    """``x[:, j]`` and ``x[i, j]``: full slices and integer positions, one per
+    axis; and, as numpy's, one integer data array after integers only
+    (``ab[idx, 0]``, ``W[0, idx, :]``): the rest of the index first, whose
+    leading axis is then the array's, gathered by it (``ab[:, 0][idx]``)."""
+    def what():
+        return f"{node.label()}[{', '.join(_index_text(part) for part in index)}]"
     if len(index) > node.ndim:
-        raise ModelError(f"{node.label()}{list(index)}: too many indices for shape {node.shape}")
+        raise ModelError(f"{what()}: too many indices for shape {node.shape}")
+    arrays = [k for k, part in enumerate(index) if not (_is_int(part) or isinstance(part, slice))]
+    if arrays:
+        k = arrays[0]
+        rows = _index_array(index[k], what)
+        if len(arrays) > 1:
+            raise ModelError(f"{what()}: one integer array per index (numpy would pair them elementwise); "
+                             "for elements [i, j] of a matrix index its flattened values: "
+                             f"{node.label()}.reshape(-1)[k] with integer data k = i * {node.shape[-1]} + j")
+        if not all(_is_int(part) for part in index[:k]):
+            raise ModelError(f"{what()}: an integer data array comes first or after integers only: its "
+                             "axis is the rows of the result, and rows of data lead; for a matrix, "
+                             f"{node.label()}.T[{rows.label()}] is numpy's {node.label()}[:, {rows.label()}] "
+                             "transposed")
+        return Gather(_take_tuple(node, index[:k] + (slice(None),) + index[k + 1:]), rows)
     axis = 0
     for part in index:
         if _is_int(part):
             node = Element(node, int(part)) if node.ndim == 1 else Take(node, int(part), axis)
-        elif part == slice(None):
-            axis += 1
-        elif isinstance(part, slice):
-            node = Slice(node, part) if node.ndim == 1 else SliceAxis(node, part, axis)
+        elif _is_full(part):
             axis += 1
         else:
-            raise ModelError(f"{node.label()}[...]: in a tuple index only slices and integers are supported, "
-                             f"got {part!r}")
+            node = Slice(node, part) if node.ndim == 1 else SliceAxis(node, part, axis)
+            axis += 1
     return node
 
 
@@ -313,7 +385,7 @@ def _index_with_new_axes(node, index):
         k = ellipses[0]
         index = index[:k] + (slice(None),) * (node.ndim - consumed) + index[k + 1:]
     rest = tuple(part for part in index if part is not None)
-    if all(part == slice(None) for part in rest):
+    if all(_is_full(part) for part in rest):
         picked = node
     else:
         picked = node[rest if len(rest) != 1 else rest[0]]
@@ -478,8 +550,13 @@ class Slice(Expr):
 
     def text(self):
         """The bounds as written: ``1:``, ``:-1``, ``::2``."""
-        start, stop, step = ("" if b is None else str(b) for b in (self.index.start, self.index.stop, self.index.step))
-        return f"{start}:{stop}" + (f":{step}" if step else "")
+        return slice_text(self.index)
+
+
+def slice_text(index):
+    """A slice's bounds as written: ``1:``, ``:-1``, ``::2``."""
+    start, stop, step = ("" if b is None else str(b) for b in (index.start, index.stop, index.step))
+    return f"{start}:{stop}" + (f":{step}" if step else "")
 
 
 class Element(Expr):
@@ -640,9 +717,7 @@ class SliceAxis(Expr):
         self.fixed_leading = source.fixed_leading or axis == 0
 
     def _format(self, children):
-        start, stop, step = ("" if b is None else str(b) for b in (self.index.start, self.index.stop,
-                                                                   self.index.step))
-        return f"{children[0]}[{', '.join([':'] * self.axis + [f'{start}:{stop}' + (f':{step}' if step else '')])}]"
+        return f"{children[0]}[{', '.join([':'] * self.axis + [slice_text(self.index)])}]"
 
 
 class _Batch:

@@ -5,7 +5,6 @@ observed data, and potentials. ``compile()`` hands it to the engine and
 returns a ``LogDensity``.
 """
 
-import keyword
 from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -78,10 +77,12 @@ def mixture_term(name, kind, mixture, x):
 
 
 def check_name(name, what="name"):
-    """Reject names that are not plain identifiers: they end up in generated code."""
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+    """Reject names that are not plain identifiers: generated code spells a name
+    inside identifiers of its own (``w_lambda_1``: a keyword is fine), and
+    generated arrays take names starting with ``_``."""
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise ModelError(f"{what} {name!r} must be a Python identifier not starting with '_' "
-                         "(it names variables in generated code)")
+                         "(it is part of variable names in generated code)")
     return name
 
 
@@ -107,7 +108,7 @@ class Model:
         self.terms = []
         self.coords = {}          # dim name -> read-only 1-D array of its values
         self.dims = {}            # variable or observed term name -> tuple of dim names
-        self._names = set()
+        self._names = {}          # name -> what holds it ("parameter", "data", ...)
         self._lengths = dimensions.DimLengths(self.coords)
         for dim, values in (coords or {}).items():
             self.add_coord(dim, values)
@@ -126,11 +127,16 @@ class Model:
         self.coords[name] = values
         self._lengths.lengths[name] = (len(values), f"the coords of {name!r}")
 
-    def _claim(self, name, what):
-        check_name(name, what)
-        if name in self._names:
-            raise ModelError(f"{what} {name!r}: the name is already used in this model")
-        self._names.add(name)
+    def _claim(self, name, kind, what):
+        """Give ``name`` to a new ``kind`` of variable or term; ``what`` names the
+        call in the error when something holds the name already."""
+        check_name(name, kind)
+        holder = self._names.get(name)
+        if holder is not None:
+            fix = "; to observe that array pass its node (what m.data returned)" if (
+                (holder, kind) == ("data", "observed term")) else ""
+            raise ModelError(f"{what}: the name is already used in this model by {holder} {name!r}{fix}")
+        self._names[name] = kind
 
     def param(self, name, prior=None, shape=None, constraint=None, dims=None):
         """A parameter with an optional prior (no prior: flat, improper).
@@ -151,7 +157,7 @@ class Model:
         if prior is not None and not mixture and prior.spec.multivariate:
             _check_fixed_event(prior, shape, what)
         self._lengths.check(what, dims, shape)
-        self._claim(name, "parameter")
+        self._claim(name, "parameter", what)
         if prior is not None and not isinstance(prior, (Distribution, Mixture)):
             raise ModelError(f"parameter {name!r}: the prior must be a distribution, got {prior!r}")
         if constraint is None and mixture:
@@ -180,12 +186,17 @@ class Model:
     def data(self, name, value, dims=None):
         """Named data: usable in expressions and replaceable by ``set_data``
         (``dims`` name its axes)."""
+        return self._add_data(name, value, dims, f"data {name!r}")
+
+    def _add_data(self, name, value, dims, what, kind="data"):
+        """``data(name, value, dims)`` for the call ``what``, which errors name
+        (``observe`` of an array adds it as data, for a ``kind`` of "observed term")."""
         if name == "coords":
-            raise ModelError("data 'coords': the name is reserved for set_data(..., coords=...)")
-        array = frozen_array(value, f"data {name!r}")
-        dims = dimensions.as_dims(dims, f"data {name!r}")
-        self._lengths.check(f"data {name!r}", dims, array.shape)
-        self._claim(name, "data")
+            raise ModelError(f"{what}: the name is reserved for set_data(..., coords=...)")
+        array = frozen_array(value, what)
+        dims = dimensions.as_dims(dims, what)
+        self._lengths.check(what, dims, array.shape)
+        self._claim(name, kind, what)
         node = Data(name, array, integer=np.issubdtype(array.dtype, np.integer))
         self.data_nodes[name] = node
         self._set_dims(name, f"data {name!r}", dims, array.shape)
@@ -198,7 +209,7 @@ class Model:
         expr, dims = as_expr(expr), dimensions.as_dims(dims, what)
         self._check_own(expr, what)
         self._lengths.check(what, dims, expr.shape)
-        self._claim(name, "deterministic")
+        self._claim(name, "deterministic", what)
         self.deterministics[name] = expr
         self._set_dims(name, what, dims, expr.shape)
         return self.deterministics[name]
@@ -223,9 +234,9 @@ class Model:
                 dims = self.dims.get(value.name)
             self._lengths.check(what, dims, value.shape)
             if self.data_nodes.get(name) is not value:  # the output names the term: one name, one thing
-                self._claim(name, "observed term")
+                self._claim(name, "observed term", what)
         if not isinstance(value, Expr):
-            value = self.data(name, value, dims=dims)
+            value = self._add_data(name, value, dims, what, "observed term")
         if isinstance(dist, Mixture):  # a per-observation likelihood built from expressions
             self._add_term(mixture_term(name, "likelihood", dist, value))
         else:
@@ -256,7 +267,7 @@ class Model:
                              "ld.sum(...), or observed=True for one log-likelihood per observation")
         self._check_own(expr, what)
         self._lengths.check(what, dims, expr.shape)
-        self._claim(name, "potential")
+        self._claim(name, "potential", what)
         self._add_term(make_term(name, "likelihood" if observed else "potential", None, expr))
         self._set_dims(name, what, dims, expr.shape)
 
@@ -294,7 +305,7 @@ class Model:
         copy = Model.__new__(Model)
         copy.params, copy.transforms = dict(self.params), dict(self.transforms)
         copy.data_nodes, copy.deterministics = dict(self.data_nodes), dict(self.deterministics)
-        copy.terms, copy._names = tuple(self.terms), frozenset(self._names)
+        copy.terms, copy._names = tuple(self.terms), dict(self._names)
         copy.coords, copy.dims = dict(self.coords), dict(self.dims)
         copy._lengths = self._lengths.copy(copy.coords)
         return copy

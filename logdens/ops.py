@@ -79,7 +79,8 @@ OPS = {op.name: op for op in (
     # comparisons are 1.0 or 0.0, flat (derivative 0) on either side, for ld.where
     *(Op(name, 2, _indicator(fn), f"(1.0 if {{0}} {symbol} {{1}} else 0.0)", ("0.0", "0.0"), symbol=symbol)
       for name, fn, symbol in (("lt", np.less, "<"), ("le", np.less_equal, "<="),
-                               ("gt", np.greater, ">"), ("ge", np.greater_equal, ">="))),
+                               ("gt", np.greater, ">"), ("ge", np.greater_equal, ">="),
+                               ("eq", np.equal, "=="), ("ne", np.not_equal, "!="))),
     # the larger / smaller of two, selects that vectorize; at a tie each side gets half
     # the derivative (as JAX's maximum)
     Op("maximum", 2, np.maximum, "max({0}, {1})", ("(1.0 if {0} > {1} else (0.5 if {0} == {1} else 0.0))",

@@ -26,8 +26,8 @@ from logdens.ops import OPS
 
 #: Python's binding strength of each operator symbol, weakest first; names,
 #: calls and subscripts bind tightest (ATOM).
-_PRECEDENCE = {"<": 0, "<=": 0, ">": 0, ">=": 0, "+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "neg": 3,
-               "**": 4}
+_PRECEDENCE = {"<": 0, "<=": 0, ">": 0, ">=": 0, "==": 0, "!=": 0, "+": 1, "-": 1, "*": 2, "/": 2, "@": 2,
+               "neg": 3, "**": 4}
 ATOM = 5
 #: Longest rendering of one sub-expression before it is cut to ``...``: a
 #: shared sub-expression is written out at every use, so an unrolled recursion

@@ -122,7 +122,7 @@ def test_each_kind_of_variable_is_checked():
     mu = m.param("mu", ld.Normal(0, 1), shape=2)
     with pytest.raises(ModelError, match=r"deterministic 'm2': has length 2 along dim 'obs', which has length 3"):
         m.deterministic("m2", mu * 2.0, dims="obs")
-    with pytest.raises(ModelError, match=r"data 'y': has length 2 along dim 'obs', which has length 3"):
+    with pytest.raises(ModelError, match=r"observe 'y': has length 2 along dim 'obs', which has length 3"):
         m.observe("y", ld.Normal(mu, 1.0), np.zeros(2), dims="obs")
     with pytest.raises(ModelError, match=r"data 'X': dims \('obs',\) name 1 axes but its shape \(3, 2\) has 2"):
         m.data("X", np.zeros((3, 2)), dims="obs")

@@ -1,6 +1,8 @@
 """Expressions: numpy on either side of an operator, one shape rule, constants
 that generated code can spell, and labels that cost nothing to build."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -61,8 +63,6 @@ def test_numpy_functions_of_expressions_are_the_ld_functions():
         np.add.reduce(mu)
     with pytest.raises(TypeError, match="no dtype= or out="):
         np.sum(mu, dtype=np.float32)
-    # == and != keep Python's meaning (identity) with numpy on either side
-    assert not (v == mu) and not (mu == v) and (v != mu) and mu not in [v] and not (np.float64(1.0) == mu)
 
 
 def test_numpy_array_functions_of_expressions_are_the_ld_functions():
@@ -258,3 +258,91 @@ def test_logsumexp_of_a_vector_is_a_scalar():
     node = ld.logsumexp(a)
     assert node.shape == () and ld.logsumexp(1.5).__class__.__name__ == "Const"
     assert evaluate(node, {"a": np.array([1000.0, 1000.0, -np.inf])}) == pytest.approx(1000 + np.log(2))
+
+
+def test_equality_builds_a_comparison():
+    """``==`` and ``!=`` build comparisons (1.0 or 0.0) as ``<`` does, with numpy on
+    either side and as ``np.equal``: ``ld.where(x == 1.0, a, 0.0)`` was the constant
+    0.0 (Python's identity). Nodes still hash by identity, so they key dicts and
+    sets; against a value that is no number (a string, None) ``==`` is identity."""
+    m, mu = _model()
+    v, w = np.array([0.5, 1.0, 2.0]), np.array([0.5, -1.0, 2.0])
+    cases = [(mu == 1.0, v == 1.0), (mu != 1.0, v != 1.0), (1.0 == mu, v == 1.0), (w == mu, w == v),
+             (mu != w, v != w), (np.float64(1.0) == mu, v == 1.0), (np.equal(mu, w), v == w),
+             (np.not_equal(w, mu), v != w), (mu == mu, np.ones(3))]
+    for expr, want in cases:
+        assert isinstance(expr, Expr) and expr.shape == (3,)
+        np.testing.assert_array_equal(evaluate(expr, {"mu": v}), want * 1.0)
+    assert (mu == 1.0).label() == "(mu == 1.0)" and (mu != w).op == "ne"
+    table, members = {mu: "mu"}, {mu, mu + 1.0}
+    assert table[mu] == "mu" and mu in members and mu in [mu] and len(members) == 2
+    assert not (mu == "mu") and mu != None  # noqa: E711 (what ``==`` does with a non-number)
+
+
+def test_truth_and_python_numbers_of_an_expression_name_the_ld_function():
+    """A Python ``if`` on an expression names ``ld.where``; ``math.log(x)``,
+    ``float(x)``, ``int(x)`` and ``range(x)`` say an expression is no Python number
+    and name the ld functions (Python's message was ``must be real number, not Param``)."""
+    m, mu = _model()
+    x = m.param("x")
+    for truth in (lambda: bool(x), lambda: x == 1.0 and 0.0, lambda: 1.0 if mu != 0.0 else 0.0):
+        with pytest.raises(TypeError, match=r"no truth value.*ld\.where\(x > 0, a, b\)"):
+            truth()
+    for number in (lambda: math.log(x), lambda: float(x), lambda: math.exp(mu[0])):
+        with pytest.raises(TypeError, match=r"(x|mu\[0\]): a model expression is not a Python number.*ld\.log"):
+            number()
+    for index in (lambda: int(x), lambda: range(x), lambda: [1.0, 2.0][x]):
+        with pytest.raises(TypeError, match=r"x: a model expression is not a Python integer"):
+            index()
+
+
+def test_a_tuple_index_with_an_integer_array_gathers_as_numpy():
+    """``ab[cidx, 0]`` is ``ab[:, 0]`` gathered by ``cidx``, ``ab[cidx, :]`` is
+    ``ab[cidx]``, as numpy's; integers may come before the array. Values, and the
+    compiled gradient against the Python twin and central differences."""
+    rng = np.random.default_rng(5)
+    J, N = 3, 7
+    c, y = rng.integers(0, J, N), rng.normal(size=N)
+    m = ld.Model()
+    ab = m.param("ab", ld.Normal(0, 1), shape=(J, 2))
+    W = m.param("W", ld.Normal(0, 1), shape=(2, J, 2))
+    cidx = m.data("cidx", c)
+    values = {"ab": rng.normal(size=(J, 2)), "W": rng.normal(size=(2, J, 2)), "cidx": c}
+    A, V = values["ab"], values["W"]
+    cases = [(ab[cidx, 0], A[c, 0]), (ab[cidx, :], A[c, :]), (ab[cidx, 1:], A[c, 1:]), (ab[c, -1], A[c, -1]),
+             (W[1, cidx], V[1, c]), (W[0, cidx, 1], V[0, c, 1]), (W[1, cidx, :], V[1, c, :]),
+             (ab[list(c), 0], A[c, 0])]
+    for expr, want in cases:
+        assert expr.shape == want.shape
+        np.testing.assert_allclose(evaluate(expr, values), want, rtol=1e-15)
+    m.observe("y", ld.Normal(ab[cidx, 0] + ab[cidx, 1] * W[1, cidx, 0], 1.0), y)
+    theta = rng.normal(size=6 + 12)
+    densities = [m.compile(), m.compile(backend="python")]
+    (lp, grad), (lp_py, grad_py) = (d.log_density_gradient(theta) for d in densities)
+    assert lp == pytest.approx(lp_py, rel=1e-13)
+    np.testing.assert_allclose(grad, grad_py, rtol=1e-12, atol=1e-13)
+    h = 1e-6
+    for k in range(theta.size):
+        step = np.eye(theta.size)[k] * h
+        quotient = (densities[0].log_density(theta + step) - densities[0].log_density(theta - step)) / (2 * h)
+        assert grad[k] == pytest.approx(quotient, rel=1e-6, abs=1e-7)
+
+
+def test_a_tuple_index_that_does_not_gather_rows_names_the_value_and_the_fix():
+    """Rows of data lead, so ``ab[:, cidx]`` (numpy's column gather) is refused, as
+    are two arrays (numpy pairs them) and a float array or a parameter as an
+    index, each naming ``ab``, the index and what to write instead."""
+    m = ld.Model()
+    ab = m.param("ab", shape=(3, 2))
+    cidx, x = m.data("cidx", np.array([0, 1, 1])), m.data("x", np.array([0.0, 1.0]))
+    k = m.param("k")
+    with pytest.raises(ModelError, match=r"ab\[:, cidx\]: an integer data array comes first or after integers "
+                                         r"only.*ab\.T\[cidx\] is numpy's ab\[:, cidx\] transposed"):
+        ab[:, cidx]
+    with pytest.raises(ModelError, match=r"ab\[cidx, cidx\]: one integer array per index.*"
+                                         r"ab\.reshape\(-1\)\[k\] with integer data k = i \* 2 \+ j"):
+        ab[cidx, cidx]
+    for bad, label in ((x, "x"), (k, "k"), (np.array([0.5]), r"array\(1,\)")):
+        with pytest.raises(ModelError, match=rf"ab\[{label}, 0\]: index {label} must be an integer data array "
+                                             r"\(m\.data\(name, ints\)\), an integer or a slice"):
+            ab[bad, 0]

@@ -93,3 +93,58 @@ def test_the_callers_arrays_are_copied():
     new[:] = -50.0
     assert density.log_density(theta) == lp_new
     np.testing.assert_array_equal(density.constrain(theta)["shifted"], [1.3, 2.3])
+
+
+def test_python_keywords_name_variables():
+    """Generated code spells a name only inside identifiers of its own
+    (``w_lambda_1``), so ``lambda`` (the usual name of a rate) and other keywords
+    name parameters, data and terms: the gradient against the Python twin and
+    central differences, and NUTS draws named ``lambda``."""
+    y = np.array([1, 0, 3, 2])
+    m = ld.Model()
+    lam = m.param("lambda", ld.Gamma(2.0, 1.0))
+    effect = m.param("if", ld.Normal(0, 1), shape=2)
+    group = m.data("class", np.array([0, 1, 1, 0]))
+    m.deterministic("None", 2.0 * lam)
+    m.observe("yield", ld.Poisson(lam * ld.exp(effect[group])), y)
+    m.potential("pass", -0.5 * lam * lam)
+    density, twin = m.compile(), m.compile(backend="python")
+    theta = np.array([0.3, -0.4, 0.2])
+    lp, grad = density.log_density_gradient(theta)
+    lp_py, grad_py = twin.log_density_gradient(theta)
+    assert lp == pytest.approx(lp_py, rel=1e-13)
+    np.testing.assert_allclose(grad, grad_py, rtol=1e-12)
+    for k in range(3):
+        step = 1e-6 * np.eye(3)[k]
+        quotient = (density.log_density(theta + step) - density.log_density(theta - step)) / 2e-6
+        assert grad[k] == pytest.approx(quotient, rel=1e-6)
+    assert density.constrain(theta)["None"] == pytest.approx(2.0 * np.exp(0.3))
+    density.set_data(**{"class": np.array([1, 1, 0, 0])})
+    idata = ld.nuts(density, draws=30, tune=30, chains=1, seed=1, progress=False)
+    assert np.all(idata.posterior["lambda"].values > 0.0) and idata.log_likelihood["yield"].shape == (1, 30, 4)
+
+
+def test_names_that_generated_code_cannot_spell_say_why():
+    m = ld.Model()
+    for name in ("two words", "_private", "1x", 3):
+        with pytest.raises(ModelError, match=r"must be a Python identifier not starting with '_' \(it is part "
+                                             r"of variable names in generated code\)"):
+            m.param(name)
+
+
+def test_a_name_in_use_names_the_failing_call():
+    """``m.data("y", ...)`` then ``m.observe("y", dist, array)``: the error names
+    the observe call, the data that holds the name, and the fix."""
+    m = ld.Model()
+    y = m.data("y", np.zeros(3))
+    m.param("mu")
+    with pytest.raises(ModelError, match=r"observe 'y': the name is already used in this model by data 'y'; "
+                                         r"to observe that array pass its node"):
+        m.observe("y", ld.Normal(0, 1), np.zeros(3))
+    with pytest.raises(ModelError, match=r"deterministic 'mu': the name is already used in this model by "
+                                         r"parameter 'mu'"):
+        m.deterministic("mu", 2.0 * y)
+    with pytest.raises(ModelError, match=r"observe 'z': complex data are not supported"):
+        m.observe("z", ld.Normal(0, 1), np.array([1j]))
+    m.observe("y", ld.Normal(0, 1), y)  # the data node itself: the term of that name observes it
+    assert [t.name for t in m.terms] == ["y"]

@@ -58,6 +58,8 @@ POINTS = {
     "le": [(-1.0, 2.0), (3.0, 1.0)],
     "gt": [(-1.0, 2.0), (3.0, 1.0)],
     "ge": [(-1.0, 2.0), (3.0, 1.0)],
+    "eq": [(-1.0, 2.0), (1.5, 1.5)],
+    "ne": [(-1.0, 2.0), (1.5, 1.5)],
     "where": [(1.0, 2.5, -3.0), (0.0, 2.5, -3.0)],
     "broadcast_like": [(1.5, -2.0), (-3.0, 0.0)],
     "maximum": [(1.5, -2.0), (-3.0, 0.5)],
@@ -204,3 +206,33 @@ def test_where_with_comparisons_selects_and_differentiates_the_branch():
         np.testing.assert_allclose(grad, want_grad, rtol=1e-14)
     assert float(evaluate(ld.sum(value), {"x": theta[:4], "a": 3.0})) == pytest.approx(lp)
     assert "where(x > 0.5, a * x, -x)" in repr(m)
+
+
+def test_where_on_equality_selects_and_differentiates_the_branch():
+    """where(x == 1.0, a, 0.0) and where(x != 1.0, ...) with data x holding some 1.0:
+    the value and the gradient of the branch each element takes (compiled, twin,
+    numpy, central differences); ``==`` was Python's identity, so the first was
+    the constant 0.0."""
+    from logdens.evaluate import evaluate
+    x = np.array([1.0, 0.5, 1.0, -2.0])
+    m = ld.Model()
+    a = m.param("a", shape=4)
+    b = m.param("b")
+    data = m.data("x", x)
+    value = ld.where(data == 1.0, a, 0.0) + ld.where(data != 1.0, b * a * a, 0.0) + (1.0 == data) * b
+    m.potential("p", ld.sum(value))
+    theta = np.array([0.3, -0.7, 1.1, 0.4, 2.0])
+    av, bv = theta[:4], theta[4]
+    hit = x == 1.0
+    want = np.sum(np.where(hit, av, bv * av * av) + hit * bv)
+    want_grad = np.r_[np.where(hit, 1.0, 2.0 * bv * av), np.sum(np.where(hit, 1.0, av * av))]
+    for density in (m.compile(), m.compile(backend="python")):
+        lp, grad = density.log_density_gradient(theta)
+        assert lp == pytest.approx(want, rel=1e-14)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-14)
+        for k in range(5):
+            step = 1e-6 * np.eye(5)[k]
+            quotient = (density.log_density(theta + step) - density.log_density(theta - step)) / 2e-6
+            assert grad[k] == pytest.approx(quotient, rel=1e-6)
+    assert float(evaluate(ld.sum(value), {"a": av, "b": bv, "x": x})) == pytest.approx(want, rel=1e-14)
+    assert "where(x == 1, a, 0)" in repr(m) and "(x == 1) * b" in repr(m)
