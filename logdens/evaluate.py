@@ -15,10 +15,12 @@ def evaluate(node, values, batch=False):
 
     Unnamed arrays inside expressions carry their own value. With ``batch``,
     every parameter value has a leading axis of draws (scalars as (n, 1),
-    so they broadcast against data); the result has the same leading axis.
+    so they broadcast against data), and so has the value of every node that
+    depends on parameters (``rules.with_draws``); the others are evaluated
+    once, without it, so a rule is batched only where its node is.
     """
     def value(n, args):
-        return rules.rule(n).evaluate(n, args, values, batch)
+        return rules.rule(n).evaluate(n, args, values, batch and n.depends_on_params())
 
     with np.errstate(all="ignore"):
         return rules.fold(node, value)

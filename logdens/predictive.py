@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 
-from logdens import validate
+from logdens import bounds, rules, validate
 from logdens.distributions import random
 from logdens.distributions.constraints import contains, resolve_bounds
 from logdens.distributions.frozen import InvalidArgumentError
@@ -90,15 +90,12 @@ def _observed_value(term):
 def _at_draws(node, values, n):
     """The value of expression ``node`` at ``n`` draws, with a leading draw axis.
 
-    A parameter-dependent value is evaluated for all draws at once (scalars
-    come as (n, 1), see ``logdens.evaluate``); any other once, broadcast.
+    Evaluated for all draws at once (``logdens.evaluate``), a value that does
+    not change with the draws broadcast to them (``rules.with_draws``).
     Shapes are the current data's, not those the model was built with.
     """
-    if not node.depends_on_params():
-        value = np.asarray(evaluate(node, values), dtype=float)
-        return np.broadcast_to(value, (n,) + value.shape)
-    value = np.asarray(evaluate(node, values, batch=True), dtype=float)
-    return value.reshape(n) if node.shape == () else value
+    value = rules.with_draws(node, evaluate(node, values, batch=True)).astype(float, copy=False)
+    return np.broadcast_to(value, (n,) + value.shape[1:])
 
 
 def _arguments(term, values, n, shape=()):
@@ -147,7 +144,9 @@ def _distribution(term, arguments, what, kind=None):
     try:
         return (kind or type(term.dist))(**arguments)
     except InvalidArgumentError as err:
-        raise ModelError(f"{what}: term {term.name!r}: {err} (index: draw, then element)") from None
+        raise ModelError(f"{what}: term {term.name!r}: {err} (index: draw, then element); the arguments come from "
+                         "the draws of the parameters they depend on: give those priors under which they are always "
+                         "valid (e.g. an upper bound as the lower one plus a positive width)") from None
 
 
 def _mixture(term, values, n, shape, what):
@@ -211,7 +210,7 @@ def _draw_parameter(term, param, values, n, state, what):
     """(n, *shape) draws of ``param`` from its prior ``term`` restricted to its constraint."""
     where = f"{what}: parameter {param.name!r}"
     if term.mixture:
-        if param.constraint != term.mixture.dist.support:
+        if bounds.has_expression(param.constraint) or param.constraint != term.mixture.dist.support:
             raise ModelError(f"{where}: its constraint {param.constraint!r} is not the support of its "
                              "Mixture prior; it cannot be drawn from")
         return _mixture(term, values, n, param.shape, what).draw(state, (n,) + param.shape)

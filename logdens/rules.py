@@ -311,7 +311,7 @@ def lifted(node, args, batch):
 def batched_result(node, value, batch):
     """A value computed with a leading axis of draws, in ``evaluate``'s convention
     (scalars as (n, 1))."""
-    return np.reshape(value, (-1, 1)) if batch and node.shape == () and node.depends_on_params() else value
+    return np.reshape(value, (-1, 1)) if batch and node.shape == () else value
 
 
 def leading(node, below):
@@ -356,19 +356,31 @@ class MatMulRule(Rule):
 
 
 def lifted_each(node, args, batch):
-    """Each child's value with a leading axis of draws (``batch``; data broadcast
-    to it), or as it is."""
+    """Each child's value with a leading axis of draws (``batch``), or as it is.
+    Batched, every child (``with_draws``) is broadcast to the most draws among
+    them; a scalar comes as (n,)."""
     if not batch:
         return args
-    n = max((np.shape(a)[0] for c, a in zip(node.children, args) if c.depends_on_params()), default=1)
-    return [(np.reshape(a, (-1,)) if c.ndim == 0 else a) if c.depends_on_params()
-            else np.broadcast_to(a, (n,) + np.shape(a)) for c, a in zip(node.children, args)]
+    drawn = [with_draws(c, a) for c, a in zip(node.children, args)]
+    n = max(len(a) for a in drawn)
+    return [np.broadcast_to(a, (n,) + a.shape[1:]) for a in drawn]
+
+
+def with_draws(node, value):
+    """``node``'s value from a batched ``evaluate`` with a leading axis of draws,
+    a scalar's (n, 1) as (n,). A value that depends on no parameter gets an axis
+    of one draw, as does one that varies only with a scan's steps (its body
+    seen outside the loop, a scan reading data alone): numpy broadcasts it."""
+    value = np.asarray(value)
+    if not node.depends_on_params():
+        return value[None]
+    return value if node.ndim else value.reshape(-1)
 
 
 def _batched_axis(node, batch):
-    """``node.axis`` in its child's value, which has a leading axis of draws when
-    batched and dependent on parameters."""
-    return node.axis + (1 if batch and node.children[0].depends_on_params() else 0)
+    """``node.axis`` in its child's value from ``lifted_each``, which has a leading
+    axis of draws when batched."""
+    return node.axis + (1 if batch else 0)
 
 
 class ReduceRule(Rule):
@@ -530,9 +542,9 @@ class SumRule(Rule):
 
     def evaluate(self, node, args, values, batch):
         x = np.asarray(args[0])
-        if batch and node.children[0].depends_on_params():  # (draws, ...) -> (draws, 1)
+        if batch:  # (draws, ...) -> (draws, 1)
             return np.sum(np.reshape(x, (x.shape[0], -1)), axis=1, keepdims=True)
-        return np.sum(x).reshape((1,)) if batch else np.sum(x)
+        return np.sum(x)
 
     def length(self, node, below, ctx):
         return None
@@ -668,8 +680,7 @@ class ConcatenateRule(_WholeMatrixRule):
 
     def evaluate(self, node, args, values, batch):
         parts = [np.asarray(a, dtype=float) for a in lifted_each(node, args, batch)]
-        lead = 1 if batch and node.depends_on_params() else 0
-        return np.concatenate(parts, axis=node.axis + lead)
+        return np.concatenate(parts, axis=node.axis + (1 if batch else 0))
 
     def length(self, node, below, ctx):
         return node.shape[0]
@@ -709,12 +720,12 @@ class GPCovRule(_WholeMatrixRule):
 
 class PlaceholderRule(Rule):
     """The carry or an input inside a scan's body (``logdens.scans``): its value is
-    the step's; unbound (the body seen outside its loop), zeros."""
+    the step's; unbound (the body seen outside its loop), zeros (batched: one draw)."""
 
     shaped_only = True
 
     def evaluate(self, node, args, values, batch):
-        return values.get(node.key, np.zeros(node.shape))
+        return values.get(node.key, np.zeros(((1,) + (node.shape or (1,))) if batch else node.shape))
 
     def length(self, node, below, ctx):
         return node.shape[0] if node.shape else None
@@ -728,8 +739,11 @@ def _run_scan(scan, args, values, batch):
     init, *xs = lifted_each(scan, args, batch)[:1 + scan.n_xs]
     lead = (np.shape(init)[0],) if batch else ()
 
+    def drawn(value, shape):  # a step's value, batched or not, as lead + shape
+        return np.broadcast_to(np.reshape(value, ((-1,) if batch else ()) + shape), lead + shape)
+
     def bound(value, shape):
-        value = np.reshape(np.asarray(value, dtype=float), lead + shape)
+        value = drawn(value, shape)
         return value.reshape(lead + (1,)) if batch and shape == () else value
     carry, carries, ys = bound(init, scan.carry.shape), [], []
     steps = np.shape(xs[0])[len(lead)] if xs else scan.length  # the data's rows may have changed
@@ -738,9 +752,9 @@ def _run_scan(scan, args, values, batch):
         for placeholder, x in zip(scan.inputs, xs):
             step[placeholder.key] = bound(np.asarray(x)[:, t] if batch else np.asarray(x)[t], placeholder.shape)
         if scan.has_y:
-            ys.append(np.reshape(evaluate(scan.y, step, batch), lead + scan.y.shape))
+            ys.append(drawn(evaluate(scan.y, step, batch), scan.y.shape))
         carry = bound(evaluate(scan.next_carry, step, batch), scan.carry.shape)
-        carries.append(np.reshape(carry, lead + scan.carry.shape))
+        carries.append(drawn(carry, scan.carry.shape))
     axis = 1 if batch else 0
     return np.stack(carries, axis=axis), (np.stack(ys, axis=axis) if ys else None)
 

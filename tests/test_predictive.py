@@ -187,6 +187,21 @@ def test_an_invalid_distribution_argument_at_a_draw_names_the_term():
         ld.sample_prior_predictive(m, draws=200, seed=0)
 
 
+def test_truncation_bounds_drawn_out_of_order_name_both_values_and_the_fix():
+    """TruncatedNormal(0, 1, lo, hi) with lo and hi drawn from their priors: where
+    the draws cross, the message said 'upper[8]=0.15, must be > lower (inf:
+    none)', with neither lower's value nor a way out."""
+    m = ld.Model()
+    lo = m.param("lo", ld.Normal(0, 1))
+    hi = m.param("hi", ld.Normal(0.5, 1))
+    m.param("x", ld.TruncatedNormal(0.0, 1.0, lo, hi))
+    with pytest.raises(ModelError, match=r"term 'x': TruncatedNormal: upper\[(\d+)\]=\S+, must be > lower \(or inf: "
+                                         r"no bound\); lower\[\1\]=\S+ \(index: draw, then element\); the arguments "
+                                         r"come from the draws of the parameters they depend on: give those priors "
+                                         r"under which they are always valid \(e.g. an upper bound as the lower one "
+                                         r"plus a positive width\)"):
+        ld.sample_prior_predictive(m, draws=50, seed=1)
+
 def _posterior(values, chains=2):
     """A posterior group from draws (chains * n, ...) made elsewhere."""
     return from_dict({"posterior": {k: v.reshape((chains, -1) + v.shape[1:]) for k, v in values.items()}})
@@ -299,3 +314,33 @@ def test_posterior_errors_name_the_variable():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ld.sample_posterior_predictive(good, m, seed=0)
+
+
+def test_predictive_draws_of_a_latent_gp_have_its_data_shape_and_law():
+    """k ~ PoissonLog(cholesky(K) @ z), K a covariance of data (issue 36: the draws
+    had shape (1, 20, 1, 20, 6)); at a posterior of one repeated z0 each k_j is
+    Poisson(exp(f_j)), f = L z0, its mean within 5 standard errors."""
+    x = np.linspace(0, 5, 6)
+    m = ld.Model()
+    z = m.param("z", ld.Normal(0, 1), shape=6)
+    L = ld.cholesky(ld.add_diag(ld.gp.exp_quad(m.data("x", x), 1.0, 1.0), 1e-6))
+    m.observe("k", ld.PoissonLog(L @ z), np.arange(6.0))
+    assert ld.sample_prior_predictive(m, draws=20, seed=1).prior_predictive["k"].shape == (1, 20, 6)
+    z0 = np.linspace(-1, 1, 6)
+    k = ld.sample_posterior_predictive(_posterior({"z": np.tile(z0, (N, 1))}), m, seed=2).posterior_predictive["k"]
+    assert k.shape == (2, N // 2, 6)
+    r = np.abs(x[:, None] - x[None, :])
+    rate = np.exp(np.linalg.cholesky(np.exp(-0.5 * r ** 2) + 1e-6 * np.eye(6)) @ z0)
+    assert np.all(np.abs(k.values.reshape(N, 6).mean(axis=0) - rate) <= 5 * np.sqrt(rate / N))
+
+
+def test_a_mixture_prior_under_an_expression_bound_is_refused_by_name():
+    """A Mixture prior whose parameter has a bound given by another parameter
+    cannot be drawn from: a ModelError naming it (comparing the constraint with
+    the support must not ask the truth of ``lo == 0.0``, a comparison node)."""
+    m = ld.Model()
+    lo = m.param("lo", ld.Normal(0, 1))
+    m.param("x", ld.Mixture(np.array([0.5, 0.5]), [ld.Uniform(0, 1), ld.Uniform(0, 1)]),
+            constraint=ld.interval(lo, 1.0))
+    with pytest.raises(ModelError, match=r"parameter 'x': its constraint .* is not the support of its Mixture"):
+        ld.sample_prior_predictive(m, draws=5, seed=1)
