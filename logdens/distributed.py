@@ -21,6 +21,15 @@ module is loaded once (``logdens.cache`` keeps it), and each task builds
 its own cheap ``LogDensity`` around it, so tasks running on threads of one
 worker never share data.
 
+A lost worker costs only the work it held. Dask cannot recompute
+``scatter``-ed data (it cancels every task that needs them), so the payload
+is the result of a task (:func:`_recomputable`) and a fit's data are its
+task's arguments: Dask reruns the fits and chains of a dead worker on the
+others and keeps the rest. A shard is a Dask Actor, which Dask does not
+rebuild: :class:`ShardedLogDensity` builds it again on another worker, from
+the model's task and the shard's data kept here, at the first call that
+finds it gone.
+
 Measured on 2 cores (benchmarks/RESULTS.md, session 8): a Dask task round
 trip costs about 10 ms, an Actor call 1.3 ms and a gradient of 2 shards
 3-4 ms, so ship whole fits or chains to workers. A sharded gradient pays
@@ -30,8 +39,10 @@ when the data do not fit one machine at all.
 
 import inspect
 import threading
+import time
 import uuid
 import warnings
+from concurrent.futures import CancelledError
 from typing import NamedTuple
 
 import numpy as np
@@ -46,6 +57,10 @@ from logdens.model import Model
 METHODS = ("nuts", "hmc", "find_map", "laplace", "pathfinder", "advi")
 #: Seconds a :class:`ShardedLogDensity` waits for its shards by default.
 SHARD_TIMEOUT = 300.0
+#: Times one call of a :class:`ShardedLogDensity` builds again a shard lost with its worker.
+REBUILDS = 3
+#: Seconds between looks at whether a shard's worker is gone, while waiting for its reply.
+_POLL = 1.0
 _EXTRA = 'pip install "logdens[dask]" (or pip install "dask[distributed]")'
 _LOAD_LOCK = threading.Lock()
 
@@ -178,6 +193,20 @@ def _run_fit(payload, data, method, seed, fit_kwargs, cache_dir):
     return result, [(w.category, str(w.message)) for w in caught]
 
 
+def _value(value):
+    """``value`` itself: the task of :func:`_recomputable`."""
+    return value
+
+
+def _recomputable(client, value, name):
+    """A Future of ``value`` that Dask computes again when the worker holding it
+    is lost: ``value`` is in the task's definition, kept by the scheduler,
+    whereas a ``scatter``-ed value lives on workers alone and dies with them
+    (every task that needs it is then cancelled). Workers fetch it from each
+    other, so it is sent once, not once per task."""
+    return client.submit(_value, value, key=f"logdens-{name}-{uuid.uuid4().hex[:8]}")
+
+
 def _gather(client, futures, progress, timeout, what):
     """Results of ``futures`` in order, with a tqdm bar of those done; on an error or
     a timeout the futures still pending are cancelled and the error raised."""
@@ -233,7 +262,9 @@ def map_fits(model, datasets, method="nuts", client=None, seed=0, progress=True,
     list
         One result per data set, in order: a DataTree (``MapResult`` for
         ``find_map``). Warnings raised by a fit on its worker are raised
-        again here, prefixed with the fit's index.
+        again here, prefixed with the fit's index. A fit whose worker dies
+        runs again on another (up to Dask's ``distributed.scheduler.allowed-failures``
+        times, 3 by default, then ``KilledWorker``); the others are kept.
     """
     client = _client(client)
     if method not in METHODS:
@@ -242,12 +273,13 @@ def map_fits(model, datasets, method="nuts", client=None, seed=0, progress=True,
         raise TypeError("map_fits: pass the base seed as seed=; each fit gets its own (fit_seeds)")
     datasets = [dict(d) for d in datasets]
     seeds = fit_seeds(seed, len(datasets))
-    shipped = client.scatter(payload(model), broadcast=True)
-    data = client.scatter(datasets) if datasets else []
+    shipped = _recomputable(client, payload(model), "model")
     token = uuid.uuid4().hex[:8]
+    # each data set in its own fit's task (used there alone), so a fit lost
+    # with its worker runs again elsewhere
     futures = [client.submit(_run_fit, shipped, d, method, s, fit_kwargs, cache_dir,
                              key=f"logdens-{method}-{i}-{token}")
-               for i, (d, s) in enumerate(zip(data, seeds))]
+               for i, (d, s) in enumerate(zip(datasets, seeds))]
     results = []
     for i, (result, caught) in enumerate(_gather(client, futures, progress, timeout, "fits")):
         for category, message in caught:
@@ -305,6 +337,7 @@ def nuts_distributed(model, draws=1000, tune=1000, chains=4, seed=0, client=None
     Returns
     -------
     xarray.DataTree
+        A chain whose worker dies runs again on another, as in :func:`map_fits`.
     """
     from logdens.samplers import kernel, sample
     from logdens.samplers.diagnostics import SamplerWarning, sampler_warnings
@@ -327,7 +360,7 @@ def nuts_distributed(model, draws=1000, tune=1000, chains=4, seed=0, client=None
                                   adaptation, named is not None)
     inits = per_chain_inits(init, chains, dim)
     schedule = warmup_schedule(tune, *windows)
-    shipped = client.scatter(payload(density), broadcast=True)
+    shipped = _recomputable(client, payload(density), "model")
     token = uuid.uuid4().hex[:8]
     futures = [client.submit(_run_chain, shipped, c, seed, inits[c], inv_metrics[c], iconf, fconf,
                              metric == "dense", schedule, tune + draws, tune, cache_dir,
@@ -420,6 +453,18 @@ def _check_rows_split(model):
                                          "data against other rows; its rows cannot be split over shards")
 
 
+class ShardLost(RuntimeError):
+    """A shard of a :class:`ShardedLogDensity` was lost with its worker and cannot
+    be built again (its data are lost too, or its workers keep dying)."""
+
+
+class _Placed(NamedTuple):
+    """A shard on a worker: the Dask future that keeps its actor, and the actor."""
+
+    future: object
+    actor: object
+
+
 class ShardedLogDensity:
     """A log density whose data are split over Dask workers, one shard each.
 
@@ -445,6 +490,13 @@ class ShardedLogDensity:
     and the deterministics that read no data; there is no pointwise
     log-likelihood (each shard holds its own rows).
 
+    A shard whose worker dies is built again on a live worker, from its model
+    and data, by the first call that finds it gone, and asked again; a run
+    on it goes on with the same numbers. This process keeps each shard's
+    dict for that. A shard that cannot be built again (its data a Future of
+    scattered data, lost with their worker; or lost :data:`REBUILDS` + 1
+    times in one call) raises :class:`ShardLost`.
+
     Parameters
     ----------
     model : ld.Model or LogDensity
@@ -459,7 +511,7 @@ class ShardedLogDensity:
         Default: the current client. Shard ``i`` is placed on worker
         ``i mod n_workers`` (workers sorted by address).
     timeout : float
-        Seconds to wait for any reply of the shards.
+        Seconds to wait for any reply of a shard, or for a shard to be built.
     cache_dir : str, optional
         The workers' cache directory.
 
@@ -477,20 +529,22 @@ class ShardedLogDensity:
         shards = list(shards)
         if not shards:
             raise ValueError("ShardedLogDensity: give at least one shard")
-        self.timeout = timeout
-        head, rest = payload(model), payload(likelihood_model(model))
+        self._client, self.timeout, self._cache_dir = client, timeout, cache_dir
+        head = payload(model)
         self._kept = _shared_deterministics(head.model)
+        # What each shard is built from, kept to build it again when its worker
+        # is lost: its model (shard 0's the whole one), recomputable by Dask,
+        # and its data (a dict, sent from here each time; or a Future).
+        models = [_recomputable(client, head, "model")]
+        if len(shards) > 1:
+            models.append(_recomputable(client, payload(likelihood_model(model)), "likelihood"))
+        self._recipes = [(models[min(i, 1)], shard if isinstance(shard, future) else dict(shard))
+                         for i, shard in enumerate(shards)]
+        self._lock = threading.Lock()
         workers = _workers(client, timeout)
-        self._futures = []
-        for i, shard in enumerate(shards):
-            where = [workers[i % len(workers)]]
-            if not isinstance(shard, future):  # sent to its worker once, not inside the task
-                shard = client.scatter([dict(shard)], workers=where, hash=False)[0]
-            self._futures.append(client.submit(_Shard, head if i == 0 else rest, shard, i == 0,
-                                               cache_dir, workers=where, actor=True,
-                                               key=f"logdens-shard-{i}-{uuid.uuid4().hex[:8]}"))
-        self._actors = [f.result(timeout=timeout) for f in self._futures]
-        self.dim, self._names, coords, dims = self._actors[0].describe().result(timeout=timeout)
+        submitted = [self._submit(i, workers) for i in range(len(shards))]
+        self._placed = [self._built(i, f) for i, f in enumerate(submitted)]
+        self.dim, self._names, coords, dims = self._ask([0], "describe")[0]
         self._constrained = list(head.model.params) + self._kept
         self._dims = {k: v for k, v in dims.items() if k in self._constrained}
         used = {d for v in self._dims.values() for d in v}
@@ -498,15 +552,92 @@ class ShardedLogDensity:
 
     @property
     def n_shards(self):
-        return len(self._actors)
+        return len(self._placed)
+
+    def _submit(self, i, workers):
+        """The Future of shard ``i``'s actor, placed on ``workers[i % len(workers)]``
+        (or on another worker, should that one be gone by then)."""
+        model, data = self._recipes[i]
+        where = [workers[i % len(workers)]]
+        if isinstance(data, dict):  # not in the task: the scheduler would keep it as long as the actor
+            data = self._client.scatter([data], workers=where, hash=False)[0]
+        return self._client.submit(_Shard, model, data, i == 0, self._cache_dir, workers=where,
+                                   allow_other_workers=True, actor=True,
+                                   key=f"logdens-shard-{i}-{uuid.uuid4().hex[:8]}")
+
+    def _built(self, i, future):
+        """Shard ``i`` on its worker, once ``future`` has built it; a :class:`ShardLost`
+        when Dask cannot build it (its data are lost, or its workers keep dying)."""
+        try:
+            return _Placed(future, future.result(timeout=self.timeout))
+        except TimeoutError as err:
+            raise TimeoutError(f"ShardedLogDensity: shard {i} was not built on a worker within "
+                               f"{self.timeout} s; a slower cluster needs a larger timeout=") from err
+        except (CancelledError, _distributed().KilledWorker) as err:
+            data = self._recipes[i][1]
+            if isinstance(data, _distributed().Future) and data.status == "cancelled":
+                why = ("its data, a Future, were lost with their worker and cannot be recomputed (data "
+                       "scattered to workers live there alone): give the shard as a dict, or as a Future "
+                       "of a task (client.submit(read_shard, path))")
+            else:
+                why = f"{type(err).__name__}: {err}"
+            raise ShardLost(f"ShardedLogDensity: shard {i} cannot be built on a worker: {why}") from err
+
+    def _rebuild(self, i, lost):
+        """Build shard ``i`` again on a live worker, unless another thread already has."""
+        with self._lock:
+            if self._placed[i] is lost:
+                lost.future.release()
+                self._placed[i] = self._built(i, self._submit(i, _workers(self._client, self.timeout)))
+
+    def _ask(self, shards, method, *args):
+        """The replies of ``shards`` (indices) to ``method(*args)``, asked at once, in order."""
+        calls = [self._call(i, method, args) for i in shards]
+        return [self._reply(i, placed, call, method, args) for i, (placed, call) in zip(shards, calls)]
+
+    def _call(self, i, method, args):
+        """``(placed, call)``: shard ``i`` as placed now and its call of ``method``
+        (None when Dask already knows its worker is gone)."""
+        placed = self._placed[i]
+        try:
+            if placed.future.status == "finished":
+                return placed, getattr(placed.actor, method)(*args)
+        except RuntimeError:  # "Worker holding Actor was lost", learnt since the line above
+            pass
+        return placed, None
+
+    def _reply(self, i, placed, call, method, args):
+        """Shard ``i``'s reply to ``call``. A shard whose worker is gone is built
+        again on a live one from its model and data and asked again, up to
+        :data:`REBUILDS` times; an exception raised by the shard's density is
+        raised here."""
+        for attempt in range(REBUILDS + 1):
+            if attempt:
+                self._rebuild(i, placed)
+                placed, call = self._call(i, method, args)
+            deadline = time.monotonic() + self.timeout
+            while placed.future.status == "finished":  # alive, as far as Dask knows
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"ShardedLogDensity: shard {i} did not answer {method} within "
+                                       f"{self.timeout} s; a slower shard needs a larger timeout=")
+                if call is None:  # its worker cannot be reached: wait for Dask to say it is gone
+                    time.sleep(0.1)
+                    continue
+                try:
+                    return call.result(timeout=_POLL)  # (a call to a lost actor may never return)
+                except TimeoutError:
+                    pass
+                except OSError:
+                    call = None
+        raise ShardLost(f"ShardedLogDensity: shard {i} was lost with its worker {REBUILDS + 1} times in one "
+                        f"call of {method}; see the workers' logs for why they die")
 
     def _sum(self, method, theta, propto, jacobian):
         """Call ``method`` on every shard at once; the replies in shard order."""
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         if theta.shape != (self.dim,):
             raise ValueError(f"theta must have shape ({self.dim},), got {theta.shape}")
-        calls = [getattr(a, method)(theta, propto, jacobian) for a in self._actors]
-        return [c.result(timeout=self.timeout) for c in calls]
+        return self._ask(range(self.n_shards), method, theta, propto, jacobian)
 
     def log_density_gradient(self, theta, propto=True, jacobian=True, out=None):
         """``(log density, gradient)``: the shards' partial sums added in shard order."""
@@ -529,7 +660,7 @@ class ShardedLogDensity:
     def constrain_batch(self, thetas):
         """Parameters and data-free deterministics of the rows of ``thetas`` (one call to shard 0)."""
         thetas = np.ascontiguousarray(thetas, dtype=np.float64).reshape(-1, self.dim)
-        return self._actors[0].constrain_batch(thetas, self._constrained).result(timeout=self.timeout)
+        return self._ask([0], "constrain_batch", thetas, self._constrained)[0]
 
     def constrain(self, theta):
         """Parameters and data-free deterministics at ``theta``, by name."""
@@ -543,9 +674,9 @@ class ShardedLogDensity:
 
     def close(self):
         """Release the shards' actors (their memory on the workers)."""
-        for f in self._futures:
-            f.release()
-        self._futures, self._actors = [], []
+        for placed in self._placed:
+            placed.future.release()
+        self._placed, self._recipes = [], []
 
     def __enter__(self):
         return self
