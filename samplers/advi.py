@@ -18,7 +18,6 @@ changes falls below ``tol_rel_obj``.
 import math
 import warnings
 from collections import deque
-from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -27,10 +26,10 @@ from tqdm.auto import tqdm
 from . import advi_kernel
 from .approximation import draws_datatree, log_densities
 from .diagnostics import SamplerWarning
-from .external import external_entry
+from .external import entry_for
 from .initial_point import find_initial_point
 from .output import LOG_LIKELIHOOD_MAX_BYTES
-from .protocol import dimension, dropped_constant, numba_entry, resolve
+from .protocol import dimension, dropped_constant, resolve
 from .rng import make_state
 
 #: Stan's step-size candidates, tried in this order.
@@ -333,9 +332,7 @@ def advi(model, method="meanfield", draws=1000, seed=0, max_iters=10000, tol_rel
     dim = dimension(log_density)
     init = _check_init(init, dim)
     fullrank = method == "fullrank"
-    entry = numba_entry(log_density)
-    context = nullcontext(entry) if entry is not None else external_entry(log_density)
-    with context as entry:
+    with entry_for(log_density) as entry:
         start, _, _ = find_initial_point(entry, dim, np.random.default_rng([int(seed), 0xAD1]), init)
         res = fit_advi(entry, dim, fullrank, seed, start, eta, max_iters, tol_rel_obj, eval_elbo,
                        grad_samples, elbo_samples, adapt_iters, progress,

@@ -36,7 +36,6 @@ import functools
 import math
 import time
 import warnings
-from contextlib import nullcontext
 from pathlib import Path
 from typing import NamedTuple
 
@@ -53,11 +52,11 @@ from .chees_adaptation import (
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from .kernel import STAT_NAMES
 from .diagnostics import SamplerWarning, sampler_warnings
-from .external import external_entry
+from .external import entry_for
 from .initial_point import find_initial_point, per_chain_inits
 from .interrupt import Interrupt
 from .metric import Metric, hamiltonian, sample_momentum, velocity
-from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, to_datatree
+from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, import_lazy_modules, to_datatree
 from .protocol import ENTRY_TYPE, dimension, numba_entry, resolve
 from .rng import make_state, uniform
 from .sample import _check_integer
@@ -683,6 +682,16 @@ def _steps(log_density, source, chains, dim):
     return DeviceSteps(log_density, chains, dim)
 
 
+def _advance(log_density, entry, source, chains, dim):
+    """The ``advance`` function of :func:`_run` for ``source``, its compiled
+    loop compiled (or loaded from numba's cache) now, before the run's
+    Ctrl-C handler is installed."""
+    if source == "entry":
+        chunk_runner()
+        return functools.partial(_advance_entry, entry)
+    return functools.partial(_advance_steps, _steps(log_density, source, chains, dim))
+
+
 #: Chunks of iterations are sized to take about this long (progress bar, Ctrl-C).
 CHUNK_SECONDS = 0.2
 #: Total bulk ESS below which a run warns: Vehtari et al. (2021)'s 400, which
@@ -784,7 +793,8 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         ``acceptance_rate`` (each chain's Metropolis probability),
         ``step_size``, ``n_steps``, ``diverging``, ``energy``,
         ``energy_error`` (``tree_depth`` is 0); ``posterior.attrs`` holds
-        the adapted ``step_size`` and ``trajectory_length``.
+        the adapted ``step_size`` and ``trajectory_length``.  Ctrl-C, and an
+        exception of the log density, stop the run as in :func:`samplers.nuts`.
     """
     _check(draws, tune, chains, max_leapfrog_steps, target_accept, jitter, step_size,
            trajectory_length, learning_rate)
@@ -799,28 +809,28 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
     schedule = warmup_schedule(tune, int(adapt_init_buffer), int(adapt_term_buffer),
                                int(adapt_window))
     interrupt = Interrupt()
-    context = nullcontext(entry) if entry is not None else external_entry(log_density)
-    with interrupt.handling_sigint():
-        with context as entry:
-            ens = ensemble_init(entry, dim, chains, seed, init)
-            check_outputs(log_density, ens.q[0], log_likelihood)
-            advance = (functools.partial(_advance_entry, entry) if source == "entry" else
-                       functools.partial(_advance_steps, _steps(log_density, source, chains, dim)))
+    with entry_for(log_density, interrupt) as entry:
+        ens = ensemble_init(entry, dim, chains, seed, init)
+        check_outputs(log_density, ens.q[0], log_likelihood)
+        advance = _advance(log_density, entry, source, chains, dim)
+        import_lazy_modules()
+        with interrupt.handling_sigint():  # nothing is imported (nor compiled) from here on
             raw, stats, n_done = _run(advance, ens, make_proposal(chains, dim), ad, schedule,
                                       iconf, fconf, interrupt, tune + draws, progress)
-        interrupt.wrap_up()
-        attrs = {"sampler": "chees", "seed": int(seed), "tune": int(tune), "chains": int(chains),
-                 "step_size": float(ad.scalars[STEP]),
-                 "trajectory_length": float(ad.scalars[LENGTH]), "jitter": jitter,
-                 "gradient": source,
-                 "interrupted": int(n_done < tune + draws)}
-        idata, missing = to_datatree(log_density, raw, stats, tune,
-                                     save_warmup or n_done <= tune, None, attrs,
-                                     log_likelihood, log_likelihood_max_bytes, interrupt)
-        messages = []
-        if n_done > tune and n_done == tune + draws:
-            messages = interrupt.optional("the convergence diagnostics",
-                                          lambda: sampler_warnings(idata, None, MIN_ESS), missing)
+            interrupt.wrap_up()
+            attrs = {"sampler": "chees", "seed": int(seed), "tune": int(tune),
+                     "chains": int(chains), "step_size": float(ad.scalars[STEP]),
+                     "trajectory_length": float(ad.scalars[LENGTH]), "jitter": jitter,
+                     "gradient": source, "interrupted": int(n_done < tune + draws)}
+            idata, missing = to_datatree(log_density, raw, stats, tune,
+                                         save_warmup or n_done <= tune, None, attrs,
+                                         log_likelihood, log_likelihood_max_bytes, interrupt)
+            interrupt.raise_failure(idata)
+            messages = []
+            if n_done > tune and n_done == tune + draws:
+                messages = interrupt.optional("the convergence diagnostics",
+                                              lambda: sampler_warnings(idata, None, MIN_ESS),
+                                              missing)
     if n_done < tune + draws:
         warnings.warn(f"sampling interrupted: {n_done} of {tune + draws} iterations per "
                       "chain kept", SamplerWarning, stacklevel=2)

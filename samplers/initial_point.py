@@ -2,18 +2,22 @@
 
 import numpy as np
 
+from .external import raise_failure
+
 #: Stan's default initialization radius and number of attempts.
 INIT_RADIUS = 2.0
 MAX_TRIES = 100
 
 
 def evaluate(entry, theta):
-    """Return ``(log density, gradient)`` through a numba entry."""
+    """Return ``(log density, gradient)`` through a numba entry (an external
+    log density's exception is raised, not returned as ``-inf``)."""
     theta = np.ascontiguousarray(theta, dtype=np.float64)
     if not theta.flags.writeable:  # the entry's one signature takes writable arrays
         theta = theta.copy()
     grad = np.zeros_like(theta)
     value = entry.function(theta, grad, entry.fdata, entry.idata)
+    raise_failure(entry)
     return float(value), grad
 
 

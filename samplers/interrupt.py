@@ -13,6 +13,12 @@ thread happens to be) for the length of a run:
   :meth:`Interrupt.abortable` block (an optional part of the output, such as
   the pointwise log-likelihood), which the caller catches and reports; the
   draws themselves are always returned.
+
+An error that cannot be raised where it happens (an external log density
+called back from a compiled loop, :mod:`samplers.external`) stops the chains
+the same way: :meth:`Interrupt.fail` records it and sets the flag, and the
+runner raises it once the draws made before it are collected
+(:meth:`Interrupt.raise_failure`).
 """
 
 import signal
@@ -32,17 +38,45 @@ class Interrupt:
         :class:`samplers.trajectory.TreeWork`); also set when a chain fails.
     presses : int
         Ctrl-C presses seen while the handler was installed.
+    failure : BaseException or None
+        The first error recorded by :meth:`fail`.
     """
 
     def __init__(self):
         self.flag = np.zeros(1, dtype=np.int64)
         self.presses = 0
+        self.failure = None
         self._abortable = False
         self._presses_allowed = 0
 
     def stop(self):
         """Ask every chain to stop (from any thread)."""
         self.flag[0] = 1
+
+    def fail(self, err):
+        """Record ``err`` (the first one is kept) and stop every chain: for code
+        that cannot raise, such as a callback from a compiled loop."""
+        if self.failure is None:
+            self.failure = err
+        self.stop()
+
+    def raise_failure(self, idata=None):
+        """Raise the error recorded by :meth:`fail`, if any.
+
+        Parameters
+        ----------
+        idata : xarray.DataTree, optional
+            The output of the draws made before the error; it becomes the
+            error's ``idata`` attribute, as an interrupted run returns them.
+        """
+        if self.failure is None:
+            return
+        if idata is not None:
+            self.failure.idata = idata
+            if hasattr(self.failure, "add_note"):  # Python >= 3.11
+                self.failure.add_note("(raised by the log density while sampling; the draws "
+                                      "made before it are in this exception's `idata`)")
+        raise self.failure
 
     def _handle(self, signum, frame):
         self.presses += 1

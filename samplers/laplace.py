@@ -1,18 +1,17 @@
 """Laplace approximation: a Gaussian at the mode, returned as a DataTree."""
 
 import warnings
-from contextlib import nullcontext
 
 import numpy as np
 from arviz_base import from_dict
 
 from .diagnostics import SamplerWarning
-from .external import external_entry
+from .external import entry_for
 from .initial_point import evaluate
 from .interrupt import Interrupt
 from .optimize import find_map
 from .output import LOG_LIKELIHOOD_MAX_BYTES, log_likelihood_groups, posterior_dict
-from .protocol import dimension, numba_entry, resolve
+from .protocol import dimension, resolve
 
 
 class HessianError(ValueError):
@@ -42,8 +41,22 @@ def hessian(entry, theta, rel_step=1e-5):
         up, down = theta.copy(), theta.copy()
         up[i] += h
         down[i] -= h
-        hess[:, i] = (evaluate(entry, up)[1] - evaluate(entry, down)[1]) / (2.0 * h)
+        hess[:, i] = (_gradient(entry, up, i, "+") - _gradient(entry, down, i, "-")) / (2.0 * h)
     return 0.5 * (hess + hess.T)
+
+
+def _gradient(entry, theta, i, sign):
+    """The gradient at ``theta`` (``theta[i]`` moved by ``sign`` h from the mode);
+    :class:`HessianError` unless it and the log density are finite."""
+    value, grad = evaluate(entry, theta)
+    if np.isfinite(value) and np.isfinite(grad).all():
+        return grad
+    what = "gradient is not finite" if np.isfinite(value) else f"log density is {value}"
+    raise HessianError(
+        f"the {what} at theta[{i}] {sign} h = {theta[i]:.6g}, the point "
+        f"{np.array2string(theta, precision=4)} next to the mode: the Hessian's central "
+        "differences need finite values around the mode; fix the log density there (a NaN "
+        "is a bug of the log density), or sample with nuts")
 
 
 def laplace_covariance(hess):
@@ -90,14 +103,22 @@ def laplace(model, draws=1000, seed=0, init=None, num_starts=1, log_likelihood=T
     Raises
     ------
     HessianError
-        When the Hessian at the mode is not negative definite.
+        When the Hessian at the mode is not negative definite, or the log
+        density or its gradient is not finite next to the mode.
+
+    Warns
+    -----
+    SamplerWarning
+        When the mode search did not converge (``find_map``'s message).
     """
     log_density = resolve(model)
     dimension(log_density)  # a ValueError, before any work, for a model with no parameters
     fit = find_map(log_density, seed=seed, init=init, num_starts=num_starts, jacobian=True)
-    entry = numba_entry(log_density)
-    context = nullcontext(entry) if entry is not None else external_entry(log_density)
-    with context as entry:
+    if not fit.success:
+        warnings.warn(f"laplace: the mode search has {fit.message}; the approximation is "
+                      "centred at the point it reached, which may not be the mode",
+                      SamplerWarning, stacklevel=2)
+    with entry_for(log_density) as entry:
         cov = laplace_covariance(hessian(entry, fit.theta))
     rng = np.random.default_rng([int(seed), 0x1A9])
     z = rng.multivariate_normal(fit.theta, cov, size=draws, method="cholesky")[None]

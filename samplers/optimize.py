@@ -1,14 +1,13 @@
 """Posterior mode by L-BFGS-B on the unconstrained space (:func:`find_map`)."""
 
 import inspect
-from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
 
-from .external import external_entry
+from .external import entry_for
 from .initial_point import evaluate, find_initial_point
-from .protocol import dimension, numba_entry, resolve
+from .protocol import dimension, resolve
 
 #: Stan's ``tol_rel_grad`` (1e7 machine epsilons): the run has converged when
 #: the decrease a Newton step would still bring, relative to the objective,
@@ -30,8 +29,9 @@ class MapResult(NamedTuple):
         Log density at the mode (``propto=True``; with the Jacobian term only
         if ``find_map`` was called with ``jacobian=True``).
     success : bool
-        L-BFGS-B's own convergence test passed, or Stan's relative-gradient
-        test does (:func:`relative_gradient` below :data:`REL_GRAD_TOL`).
+        A test of the gradient at ``theta`` passes: L-BFGS-B's own (every
+        entry at most ``tol``) or Stan's relative gradient
+        (:func:`relative_gradient` below :data:`REL_GRAD_TOL`).
     message : str
         Why the search stopped (never empty).
     n_iter : int
@@ -57,10 +57,12 @@ def constrained(log_density, theta):
 
 
 def _negative(value_and_gradient):
-    """Objective for scipy: ``-log p`` and its gradient; +inf outside the support."""
+    """Objective for scipy: ``-log p`` and its gradient; +inf outside the support
+    and where the gradient is not finite (a NaN gradient sends L-BFGS-B to a
+    NaN point that it reports as converged), so the search avoids both."""
     def fun(theta):
         value, grad = value_and_gradient(theta)
-        if not np.isfinite(value):
+        if not (np.isfinite(value) and np.isfinite(grad).all()):
             return np.inf, np.zeros_like(theta)
         return -value, -grad
     return fun
@@ -99,14 +101,22 @@ def relative_gradient(result):
     return abs(decrement) / max(abs(float(result.fun)), 1.0)
 
 
-def _outcome(result):
-    """``(success, message)`` of a scipy run, by its own test or the relative
-    gradient, with a message that always gives a reason."""
+def _outcome(result, tol):
+    """``(success, message)`` of a scipy run, by a test of its gradient: scipy's
+    own (every entry at most ``tol``) or the relative gradient, with a message
+    that always gives a reason.
+
+    scipy's other success, "RELATIVE REDUCTION OF F" (with our ``ftol`` of
+    ``1e-12 * tol``: an iteration that lowered the objective by almost
+    nothing), is no evidence of a mode: a line search stalled on the edge of
+    the support, or on points of non-finite gradient, stops that way far
+    from one.
+    """
     reason = str(result.message).strip()
     if reason.endswith(":"):  # scipy's "ABNORMAL: " names no reason
         reason += " the line search found no lower point"
     rel = relative_gradient(result)
-    if result.success:
+    if np.max(np.abs(result.jac)) <= tol:
         return True, reason
     if rel < REL_GRAD_TOL:
         return True, (f"converged: relative gradient {rel:.3g} < {REL_GRAD_TOL:.3g} "
@@ -156,9 +166,7 @@ def find_map(model, seed=0, init=None, num_starts=1, max_iter=1000, tol=1e-8, ja
     log_density = resolve(model)
     dim = dimension(log_density)
     rng = np.random.default_rng([int(seed), 0x3A9])
-    entry = numba_entry(log_density)
-    context = nullcontext(entry) if entry is not None else external_entry(log_density)
-    with context as entry:
+    with entry_for(log_density) as entry:
         if jacobian or not _takes_jacobian(log_density):
             objective = lambda theta: evaluate(entry, theta)  # noqa: E731
         else:
@@ -166,7 +174,7 @@ def find_map(model, seed=0, init=None, num_starts=1, max_iter=1000, tol=1e-8, ja
         runs = [_optimize(entry, objective, dim, rng, init if k == 0 else None, max_iter, tol)
                 for k in range(max(1, int(num_starts)))]
     best = min(runs, key=lambda r: r.fun)
-    success, message = _outcome(best)
+    success, message = _outcome(best, tol)
     return MapResult(constrained(log_density, best.x), np.array(best.x), float(-best.fun),
                      success, message, int(best.nit), int(sum(r.nfev for r in runs)))
 

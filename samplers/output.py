@@ -14,8 +14,11 @@ and :func:`to_datatree` says what is missing and why.
 for as many draws at a time as memory allows.
 """
 
+import functools
+
 import numpy as np
 from arviz_base import dict_to_dataset, from_dict
+from tqdm.auto import tqdm
 
 from .interrupt import Interrupt
 from .kernel import STAT_NAMES
@@ -314,6 +317,18 @@ def build_datatree(groups, coords, dims, save_warmup, attrs, log_density, parts,
         minimal[prefix + "posterior"], coords, dims = _theta_dict(log_density, d)
     return from_dict(minimal, coords=coords or None, dims=dims or None,
                      save_warmup=bool(save_warmup), attrs=attrs)
+
+
+@functools.cache
+def import_lazy_modules():
+    """Import now, once per process, what a run would import on first use after
+    installing its Ctrl-C handler: xarray looks for dask when it makes its
+    first array, tqdm imports ``multiprocessing`` for its first bar's lock.
+    A press that cuts an import short leaves the module half-initialized for
+    the rest of the process (and while the output is built, a press raises
+    ``KeyboardInterrupt``: :mod:`samplers.interrupt`)."""
+    from_dict({"posterior": {"x": np.zeros((1, 1))}})
+    tqdm.get_lock()
 
 
 def pointwise_log_likelihood(model, posterior):

@@ -17,18 +17,17 @@ Notation follows the paper's Algorithms 1-4: the optimizer minimizes
 import math
 import warnings
 from collections import deque
-from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
 
 from .approximation import draws_datatree, log_densities
 from .diagnostics import SamplerWarning
-from .external import external_entry
+from .external import entry_for
 from .initial_point import evaluate, find_initial_point, per_chain_inits
 from .lbfgs import CURVATURE_EPS, Tolerances, lbfgs
 from .output import LOG_LIKELIHOOD_MAX_BYTES
-from .protocol import dimension, numba_entry, resolve
+from .protocol import dimension, resolve
 
 LOG_2PI = math.log(2.0 * math.pi)
 #: Above this Pareto k the importance weights are unreliable (Vehtari et al. 2024).
@@ -396,9 +395,7 @@ def _check(num_paths, draws, history_size, num_elbo_draws, max_iters):
 def _run(log_density, seed, num_paths, draws, init, psis_resample, path_options):
     """:func:`run_pathfinder` with the log density's entry (numba or external)."""
     dim = dimension(log_density)
-    entry = numba_entry(log_density)
-    context = nullcontext(entry) if entry is not None else external_entry(log_density)
-    with context as entry:
+    with entry_for(log_density) as entry:
         return run_pathfinder(entry, dim, seed, num_paths, draws, init, psis_resample,
                               **path_options)
 

@@ -95,6 +95,14 @@ def _wait(futures, interrupt, bar, done, stats, n_tune):
                 raise fut.exception()
 
 
+def compile_chains(iconf):
+    """The compiled loop of ``iconf``'s variant (:func:`samplers.kernel.chunk_runner`):
+    compiled, or loaded from numba's cache, on first use.  Called before a
+    Ctrl-C handler is installed, so that nothing is compiled (nor imported)
+    while a press can cut it short."""
+    return chunk_runner(iconf[KIND], iconf[DENSE], iconf[ADAPT])
+
+
 def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, progress,
                interrupt=None):
     """Run every chain for ``n_total`` iterations (``n_tune`` of them warmup).
@@ -119,8 +127,9 @@ def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, pr
     Returns
     -------
     ChainsResult
-        ``interrupted`` when the chains stopped early (Ctrl-C); a chain that
-        fails raises its error instead, after the others have stopped.
+        ``interrupted`` when the chains stopped early (Ctrl-C, or an error
+        recorded in ``interrupt.failure``, which the caller raises); a chain
+        that fails raises its error instead, after the others have stopped.
     """
     interrupt = Interrupt() if interrupt is None else interrupt
     chains, dim = len(states), states[0].q.shape[0]
@@ -128,9 +137,9 @@ def run_chains(entry, states, schedule, iconf, fconf, n_total, n_tune, cores, pr
     stats = np.full((chains, n_total, len(STAT_NAMES)), np.nan)
     done = np.zeros(chains, dtype=np.int64)
     works = [make_work(dim, max(int(iconf[MAX_DEPTH]), 1), interrupt.flag) for _ in states]
+    run_chunk = compile_chains(iconf)
     bar = tqdm(total=chains * n_total, disable=not progress, unit="draws", smoothing=0.1)
     with interrupt.handling_sigint():
-        run_chunk = chunk_runner(iconf[KIND], iconf[DENSE], iconf[ADAPT])  # compiles once, here
         with ThreadPoolExecutor(max_workers=cores) as pool:
             futures = [pool.submit(_run_one, run_chunk, entry, states[c], works[c], schedule,
                                    iconf, fconf, draws[c], stats[c], done, c)

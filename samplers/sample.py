@@ -1,13 +1,12 @@
 """Convenience runners: :func:`nuts` and :func:`hmc` (model in, DataTree out)."""
 
 import warnings
-from contextlib import nullcontext
 
 import numpy as np
 
 from . import kernel
 from .diagnostics import SamplerWarning, sampler_warnings
-from .external import external_entry
+from .external import entry_for
 from .grad_adaptation import (EARLY_SWITCH_FREQ, SWITCH_FREQ, WINDOW_GROWTH,
                               grad_adaptation_buffers, grad_adaptation_phases)
 from .initial_point import find_initial_point, per_chain_inits
@@ -15,10 +14,10 @@ from .interrupt import Interrupt
 from .kernel import ChainState
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from .metric import diagonal_metric, identity_metric
-from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, to_datatree
-from .protocol import dimension, numba_entry, resolve
+from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, import_lazy_modules, to_datatree
+from .protocol import dimension, resolve
 from .rng import make_state
-from .runner import resolve_cores, run_chains
+from .runner import compile_chains, resolve_cores, run_chains
 
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0
@@ -136,32 +135,34 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
     init, inv_metrics, named = _starts(init, log_density, chains, seed)
     iconf, fconf = _config(kind, max_treedepth, num_steps, tune, metric, target_accept,
                            resolve_adaptation(adaptation, metric), named is not None)
-    entry = numba_entry(log_density)
-    context = nullcontext(entry) if entry is not None else external_entry(log_density)
     interrupt = Interrupt()
-    with interrupt.handling_sigint():
-        with context as entry:
-            inits = per_chain_inits(init, chains, dim)
-            states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c],
-                                   inv_metrics[c]) for c in range(chains)]
-            check_outputs(log_density, states[0].q, log_likelihood)
-            schedule = warmup_schedule(tune, *(int(w) for w in windows))
+    with entry_for(log_density, interrupt) as entry:
+        inits = per_chain_inits(init, chains, dim)
+        states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c],
+                               inv_metrics[c]) for c in range(chains)]
+        check_outputs(log_density, states[0].q, log_likelihood)
+        schedule = warmup_schedule(tune, *(int(w) for w in windows))
+        compile_chains(iconf)
+        import_lazy_modules()
+        with interrupt.handling_sigint():  # nothing is imported (nor compiled) from here on
             res = run_chains(entry, states, schedule, iconf, fconf, tune + draws, tune,
                              resolve_cores(cores, chains), progress, interrupt)
-        interrupt.wrap_up()
-        depth = max_treedepth if kind == kernel.NUTS else None
-        attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
-                 "tune": int(tune), "metric": metric,
-                 "adaptation": resolve_adaptation(adaptation, metric), "interrupted": int(res.interrupted)}
-        if named is not None:
-            attrs["init_evals"] = named.n_evals
-        idata, missing = to_datatree(log_density, res.draws, res.stats, tune,
-                                     save_warmup or res.n_done <= tune, depth, attrs,
-                                     log_likelihood, log_likelihood_max_bytes, interrupt)
-        messages = []
-        if res.n_done > tune and not res.interrupted:
-            messages = interrupt.optional("the convergence diagnostics",
-                                          lambda: sampler_warnings(idata, depth), missing)
+            interrupt.wrap_up()
+            depth = max_treedepth if kind == kernel.NUTS else None
+            attrs = {"sampler": "nuts" if kind == kernel.NUTS else "hmc", "seed": int(seed),
+                     "tune": int(tune), "metric": metric,
+                     "adaptation": resolve_adaptation(adaptation, metric),
+                     "interrupted": int(res.interrupted)}
+            if named is not None:
+                attrs["init_evals"] = named.n_evals
+            idata, missing = to_datatree(log_density, res.draws, res.stats, tune,
+                                         save_warmup or res.n_done <= tune, depth, attrs,
+                                         log_likelihood, log_likelihood_max_bytes, interrupt)
+            interrupt.raise_failure(idata)
+            messages = []
+            if res.n_done > tune and not res.interrupted:
+                messages = interrupt.optional("the convergence diagnostics",
+                                              lambda: sampler_warnings(idata, depth), missing)
     _warn(res, tune + draws, missing, messages or [])
     return idata
 
@@ -191,7 +192,8 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         density without ``numba_entry`` runs through a Python callback: same
         algorithm, slower (one Python call per gradient).  A log density
         that is not finite (``-inf``, but also ``+inf`` or NaN) rejects the
-        point.  A model with no parameters (``dim == 0``) is refused.
+        point; an exception it raises stops the run (see Raises).  A model
+        with no parameters (``dim == 0``) is refused.
     draws, tune : int
         Iterations kept after warmup (at least 1), and warmup iterations.
     chains : int
@@ -261,6 +263,15 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         out with a :class:`SamplerWarning` that names it, and the draws are
         returned all the same (the posterior then holds the unconstrained
         ``theta`` if ``constrain`` failed).
+
+    Raises
+    ------
+    Exception
+        Whatever an external log density raises: the chains stop within a
+        leapfrog step, as for Ctrl-C, and the exception reaches the caller
+        with the output of the draws made before it as its ``idata``
+        attribute (a point the density cannot evaluate is rejected by
+        returning ``-inf`` instead).
     """
     return _sample(model, kernel.NUTS, draws, tune, chains, seed, target_accept,
                    max_treedepth, 0, metric, init, progress, cores, save_warmup,

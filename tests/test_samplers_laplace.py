@@ -70,3 +70,35 @@ def test_laplace_output_works_with_loo():
     idata = samplers.laplace(target, draws=2000, seed=5)
     assert idata.log_likelihood["y"].shape == (1, 2000, 8)
     assert np.isfinite(arviz_stats.loo(idata).elpd)
+
+
+class NaNGradient:
+    """Standard normal whose gradient (not its value) is NaN where ``nan_at(theta)``."""
+
+    dim = 2
+
+    def __init__(self, nan_at):
+        self.nan_at = nan_at
+
+    def log_density_gradient(self, theta):
+        grad = np.full(2, np.nan) if self.nan_at(theta) else -theta
+        return -0.5 * float(theta @ theta), grad
+
+
+def test_a_nan_gradient_in_the_hessian_is_an_error_that_says_where():
+    """Issue 36 item 5: the central differences at the mode 0 read the NaN
+    gradient at theta[0] = +h; the NaN Hessian passed the Cholesky test and
+    every draw was NaN, without a word."""
+    with pytest.raises(samplers.HessianError,
+                       match=r"gradient is not finite at theta\[0\] \+ h = 1e-05"):
+        samplers.laplace(NaNGradient(lambda t: t[0] > 0), draws=100)
+
+
+def test_an_unconverged_mode_search_warns():
+    """A NaN gradient near the mode: L-BFGS-B went to a NaN point that it
+    called converged; those points are now rejected and the search stops
+    short of the mode, which the Laplace approximation says."""
+    with pytest.warns(samplers.SamplerWarning, match="mode search has not converged"):
+        idata = samplers.laplace(NaNGradient(lambda t: np.all(np.abs(t) < 0.1)), draws=100)
+    assert np.isfinite(idata.posterior["theta"].values).all()
+    assert idata.posterior.attrs["optimizer_success"] == 0

@@ -110,3 +110,37 @@ def test_unfinished_search_fails_and_says_why():
     fit = samplers.find_map(target, seed=1, max_iter=3)
     assert not fit.success
     assert fit.message.startswith("not converged") and "relative gradient" in fit.message
+
+
+def test_a_nan_gradient_is_a_rejected_point_not_a_nan_mode():
+    """Issue 36 item 5: a NaN gradient near the mode sent L-BFGS-B to a NaN
+    point reported as converged; such a point is rejected, as one whose log
+    density is not finite, and the search says it did not converge."""
+    class NaNGradientNearTheMode:
+        dim = 2
+
+        def log_density_gradient(self, theta):
+            grad = np.full(2, np.nan) if np.all(np.abs(theta) < 0.1) else -theta
+            return -0.5 * float(theta @ theta), grad
+
+    fit = samplers.find_map(NaNGradientNearTheMode())
+    assert np.isfinite(fit.theta).all() and np.isfinite(fit.log_density)
+    assert not fit.success and "not converged" in fit.message
+
+
+def test_a_search_stalled_away_from_the_mode_is_not_a_success():
+    """The maximum is on the edge of the support (theta[0] = 2): L-BFGS-B's
+    line search stalls before it, and scipy called the step that made no
+    progress convergence ("RELATIVE REDUCTION OF F"), far from any mode."""
+    class MaximumOnTheEdge:
+        dim = 2
+
+        def log_density_gradient(self, theta):
+            if theta[0] > 2.0:
+                return -np.inf, np.zeros(2)
+            r = theta - 3.0
+            return -0.5 * float(r @ r), -r
+
+    fit = samplers.find_map(MaximumOnTheEdge())
+    assert not fit.success
+    assert fit.message.startswith("not converged") and "relative gradient" in fit.message

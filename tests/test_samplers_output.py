@@ -1,5 +1,7 @@
 """The DataTree output works with arviz_stats directly."""
 
+import warnings
+
 import arviz_stats
 import numpy as np
 import pytest
@@ -90,3 +92,23 @@ def test_log_likelihood_can_be_left_out():
                           log_likelihood=False)
     assert "log_likelihood" not in idata.children and "posterior" in idata.children
     assert Counting.calls == 0
+
+
+@pytest.mark.xfail(strict=True, reason="LogDensity.observed_data (logdens/density.py, not this "
+                   "module's) looks the observed slice y[1:] up as a data array by id: it must "
+                   "evaluate the observed expression on the current data")
+def test_observed_data_of_an_observed_slice_is_its_current_value():
+    """Issue 36 item 13: the README's AR(1), observed ``y[1:]`` of ``m.data("y")``,
+    lost observed_data ("the output lacks observed_data (KeyError: 1396...)")."""
+    import logdens as ld
+    m = ld.Model()
+    y = m.data("y", np.array([0.3, -0.1, 0.4, 0.2, -0.5, 0.1]))
+    a, b = m.param("a", ld.Normal(0.0, 1.0)), m.param("b", ld.Normal(0.0, 1.0))
+    m.observe("ahead", ld.Normal(a + b * y[:-1], m.param("s", ld.HalfNormal(1.0))), y[1:])
+    density = m.compile()
+    density.set_data(y=np.arange(8.0))  # a longer series: the slice of the current data
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "the output lacks", samplers.SamplerWarning)
+        warnings.filterwarnings("ignore", category=samplers.SamplerWarning)
+        idata = samplers.nuts(density, draws=10, tune=10, chains=1, progress=False)
+    np.testing.assert_array_equal(idata.observed_data["ahead"].values, np.arange(1.0, 8.0))

@@ -304,3 +304,56 @@ def test_second_ctrl_c_while_building_the_output_keeps_the_draws():
     kept, interrupted, has_ll = out.stdout.split()[1:]
     assert int(kept) > 0 and interrupted == "1" and has_ll == "False"
     assert "lacks log_likelihood" in out.stderr and "Ctrl-C" in out.stderr
+
+
+def test_no_module_is_imported_while_ctrl_c_is_handled():
+    """Issue 36 item 11: a Ctrl-C that cuts an import short leaves the module
+    half-initialized for the rest of the process.  In a fresh process, the
+    first runs of nuts and chees import nothing while their handler is
+    installed (a first Ctrl-C stopping the first run), and later runs work."""
+    out = run_script("""
+        import sys, warnings
+        from contextlib import contextmanager
+        import numpy as np
+        import logdens as ld
+        from logdens.samplers import interrupt, runner
+
+        imported = []
+        handling = interrupt.Interrupt.handling_sigint
+
+        @contextmanager
+        def watched(self):
+            before = set(sys.modules)
+            with handling(self) as installed:
+                yield installed
+            imported.extend(sorted(set(sys.modules) - before))
+
+        interrupt.Interrupt.handling_sigint = watched
+        update = runner._update_bar
+
+        def update_then_ctrl_c(bar, done, stats, n_tune):
+            update(bar, done, stats, n_tune)
+            if done.min() >= 30:
+                raise KeyboardInterrupt  # as Python raises it where the main thread is
+
+        m = ld.Model()
+        mu = m.param("mu", ld.Normal(0.0, 5.0))
+        sigma = m.param("sigma", ld.HalfNormal(2.0))
+        m.deterministic("twice_mu", 2.0 * mu)
+        m.observe("y", ld.Normal(mu, sigma), np.array([0.5, 1.5, -0.2]))
+        warnings.simplefilter("ignore")
+        runner._update_bar = update_then_ctrl_c
+        first = ld.nuts(m, draws=10**6, tune=20, chains=2, progress=True)
+        runner._update_bar = update
+        runs = [ld.nuts(m, draws=50, tune=50, chains=2, progress=False),
+                ld.chees(m, chains=4, draws=50, tune=50, progress=True)]
+        print("INTERRUPTED", first.posterior.attrs["interrupted"])
+        print("IMPORTED", imported)
+        print("GROUPS", *(",".join(sorted(r.children)) for r in runs))
+    """)
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert lines["INTERRUPTED"] == "1"
+    assert lines["IMPORTED"] == "[]"
+    for groups in lines["GROUPS"].split():
+        assert groups == "log_likelihood,observed_data,posterior,sample_stats"
