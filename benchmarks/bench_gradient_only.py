@@ -7,9 +7,10 @@ Run: python benchmarks/bench_gradient_only.py [--quick]
 Both libraries are called from Python with preallocated or device arrays, as
 an optimizer or a stochastic-gradient loop calls them. JAX comes from the
 optional ``bench`` extra; without it its columns are skipped. Every JAX
-gradient is checked against ours before it is timed. ``NUMBA_CPU_NAME=haswell``
-builds for an AVX2 machine (use a fresh ``LOGDENS_CACHE_DIR`` and
-``NUMBA_CACHE_DIR`` then).
+gradient is checked against ours before it is timed. ``python
+benchmarks/machine.py --avx2 python benchmarks/bench_gradient_only.py`` builds
+true AVX2 code (``NUMBA_CPU_NAME=haswell`` alone keeps an AVX-512 host's
+features).
 """
 
 import os
@@ -24,7 +25,7 @@ import numpy as np  # noqa: E402
 
 from bench_engine import median_time  # noqa: E402
 from engine_models import hierarchical, logistic, normal, poisson  # noqa: E402
-from machine import describe  # noqa: E402
+from machine import describe, pin_one_core  # noqa: E402
 
 
 def jax_calls(jax_fn, theta):
@@ -62,10 +63,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes, shorter timing")
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        core = max(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {core})
-    print(describe(f"pinned to CPU {core}" if hasattr(os, "sched_setaffinity") else ""))
+    print(describe(pin_one_core()))
     budget = 0.1 if args.quick else 0.4
     sizes = [100, 10_000, 1_000_000] if args.quick else [100, 1_000, 10_000, 100_000, 1_000_000]
     models = {"poisson": (poisson, sizes), "normal": (normal, sizes), "logistic": (logistic, [10_000]),

@@ -2,7 +2,7 @@
 summed gradient, the per-sample gradient rows and the empirical Fisher
 information (the sum of the rows' outer products), ours against JAX
 ``jit(value_and_grad)``, ``jit(vmap(grad))`` and ``jit`` of the rows' ``G.T @ G``,
-one core, side by side in one run, as ratios, at batches of 32, 256 and 4096 rows.
+one pinned core, side by side in one run, as ratios, at batches of 32, 256 and 4096 rows.
 
 Run: python benchmarks/bench_mlp.py [--quick]
 
@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 
 import logdens as ld  # noqa: E402
 from bench_engine import median_time  # noqa: E402
-from machine import describe  # noqa: E402
+from machine import describe, pin_one_core  # noqa: E402
 
 LAYERS = (10, 32, 32, 10)
 
@@ -124,7 +124,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="shorter timing budget")
     args = parser.parse_args()
     budget = 0.3 if args.quick else 1.5
-    print(describe())
+    print(describe(pin_one_core()))
     rng = np.random.default_rng(20261126)
     print("| rows | value+grad (us) | per-sample (us) | per-sample / value+grad | Fisher (us) "
           "| JAX value+grad (us) | JAX per-sample (us) | JAX Fisher (us) "

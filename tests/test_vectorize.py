@@ -10,7 +10,9 @@ exponent shift of ``vmath.exp`` (``shl ... 52``), the exponent extraction of
 ``vmath.log`` (``lshr ... 52``), a division, or, for the Normal model's plain
 arithmetic, a multiplication. The host build runs here; the haswell build
 (AVX2, what most x86-64 users have) runs in a subprocess with its own numba
-cache, so its code never lands in the user's cache.
+cache, so its code never lands in the user's cache, under
+``benchmarks/machine.AVX2_ENV``: ``NUMBA_CPU_NAME=haswell`` alone keeps the
+host's AVX-512, so that build's assembly is checked for ``zmm`` registers.
 
 The kernel loops call a kernel's ``logpdf_grad`` with every argument varying
 per element and store every partial, as the engine does for parameters; on
@@ -29,6 +31,9 @@ import pytest
 
 import logdens as ld
 from logdens import distributions
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
+from machine import AVX2_ENV  # noqa: E402
 
 #: Vector ops in a loop body, by the hallmark they stand for.
 HALLMARKS = {
@@ -98,7 +103,7 @@ def kernel_report(package=distributions):
     out = {}
     for name in KERNELS:
         loop = kernel_loop(getattr(package, name).spec)
-        out[name] = {"grad": hallmarks(loop.inspect_llvm(loop.signatures[0]))}
+        out[name] = {"grad": {**hallmarks(loop.inspect_llvm(loop.signatures[0])), "zmm": zmm_registers(loop)}}
     return out
 
 
@@ -176,13 +181,20 @@ def _generated_functions(name, model, directory, functions=("value", "logp_grad"
     return {name: getattr(module, name) for name in functions}
 
 
+def zmm_registers(dispatcher):
+    """How often the assembly of ``dispatcher``'s first signature names an AVX-512 register."""
+    return len(re.findall(r"%zmm\d+", dispatcher.inspect_asm(dispatcher.signatures[0])))
+
+
 def report():
-    """``{model: {function: hallmarks}}`` for this process's numba target."""
+    """``{model: {function: hallmarks}}`` for this process's numba target, each
+    function's hallmarks with its count of ``zmm`` registers."""
     out = {}
     with tempfile.TemporaryDirectory() as directory:
         for name, model in _models().items():
             functions = _generated_functions(name, model, directory)
-            out[name] = {f: hallmarks(d.inspect_llvm(d.signatures[0])) for f, d in functions.items()}
+            out[name] = {f: {**hallmarks(d.inspect_llvm(d.signatures[0])), "zmm": zmm_registers(d)}
+                         for f, d in functions.items()}
     return out
 
 
@@ -216,16 +228,20 @@ def test_host_kernel_loops_are_vectorized():
 
 @pytest.mark.slow
 def test_haswell_loops_are_vectorized(tmp_path):
-    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CACHE_DIR=str(tmp_path / "numba"),
-               LOGDENS_CACHE_DIR=str(tmp_path / "logdens"))
-    env.pop("NUMBA_CPU_FEATURES", None)  # haswell's own features, not the host's
+    """A true AVX2 build: its loops vectorize 4 doubles wide and its assembly names
+    no AVX-512 register (the haswell name alone kept the host's AVX-512)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               LOGDENS_CACHE_DIR=str(tmp_path / "logdens"), **AVX2_ENV)
     code = "import json, test_vectorize as t; print(json.dumps([t.report(), t.kernel_report()]))"
     result = subprocess.run([sys.executable, "-c", code], env=env, cwd=os.path.dirname(__file__),
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     models, kernels = json.loads(result.stdout.splitlines()[-1])
     assert check(models, 4) == []
     assert check(kernels, 4, KERNELS) == []
+    zmm = {f"{m}.{f}": marks["zmm"] for found in (models, kernels) for m, functions in found.items()
+           for f, marks in functions.items() if marks["zmm"]}
+    assert zmm == {}
 
 
 def test_a_scalar_loop_is_reported():
