@@ -539,7 +539,8 @@ class ShapedTerm:
         read from its buffer, LLVM cannot tell the loop's stores do not change
         it, reloads it and redoes what depends on it (a Normal's log sigma) at
         every element, and the loop does not vectorize (40x on an HMM's
-        emissions)."""
+        emissions). The local goes into the buffer as the body's contribution
+        would (``_op``): a per-sample row's entry that is assigned is not zeroed."""
         self.scalar_locals, self.locals_used = {}, set()
         lines = {}  # buffer -> (lines before the loops, lines after them)
         for child in operands:
@@ -551,7 +552,8 @@ class ShapedTerm:
             lines[kid.value] = ([f"{kid.value}_0 = {kid.value}[0]"], [])
             if kid.adjoint is not None and id(child) not in self.shared:
                 self.scalar_locals[kid.adjoint] = f"{kid.adjoint}_0"
-                lines[kid.adjoint] = ([f"{kid.adjoint}_0 = 0.0"], [f"{kid.adjoint}[0] += {kid.adjoint}_0"])
+                lines[kid.adjoint] = ([f"{kid.adjoint}_0 = 0.0"],
+                                      [f"{kid.adjoint}[0] {self._op(child)} {kid.adjoint}_0"])
         loops = self._element_loops(node, operands, body, fixed_row)
         used = [lines[b] for b in lines if b in self.locals_used]
         self.scalar_locals = {}

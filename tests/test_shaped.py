@@ -5,7 +5,8 @@ small neural network's likelihood with per-sample gradients.
 References: the numpy evaluator (``logdens.evaluate``) with the kernels'
 numpy log densities for values, a hand-written numpy backpropagation for the
 network, and 5-point finite differences of the value for gradients
-(``engine_helpers.check_gradient``: rtol 1e-6, the stencil's accuracy).
+(``engine_helpers.check_gradient``: rtol 1e-6, the stencil's accuracy) and
+of each observation's log-likelihood for per-sample rows (``check_rows``).
 Values agree to 1e-10 relative: the same arithmetic in another order (BLAS
 sums in blocks).
 """
@@ -18,7 +19,7 @@ import logdens as ld
 from logdens.distributions import vectorize
 from logdens.evaluate import evaluate
 from logdens.expr import ModelError
-from engine_helpers import check_gradient, per_sample_rows
+from engine_helpers import check_gradient, directional_fd, per_sample_rows
 
 
 def reference_log_density(density, theta):
@@ -39,7 +40,7 @@ def reference_log_density(density, theta):
 def check_model(m, rng, theta=None, per_sample=()):
     """Value against the reference (constants included), gradient against finite
     differences, the compiled module against its Python twin, per-sample rows
-    summing to their term's gradient."""
+    against each observation's own gradient (``check_rows``)."""
     density = m.compile()
     theta = rng.normal(size=density.dim) * 0.5 if theta is None else theta
     want = reference_log_density(density, theta)
@@ -52,18 +53,46 @@ def check_model(m, rng, theta=None, per_sample=()):
     assert np.isclose(lp, lp2, rtol=1e-12)
     np.testing.assert_allclose(grad, grad2, rtol=1e-10, atol=1e-10)
     for name in per_sample:
-        rows = per_sample_rows(density, theta, name)
-        alone = _without(m, name).compile()
-        np.testing.assert_allclose(rows.sum(axis=0), grad - alone.log_density_gradient(theta)[1],
-                                   rtol=1e-9, atol=1e-9)
+        check_rows(density, theta, name)
     return density, theta
 
 
-def _without(m, name):
-    """``m`` without term ``name`` (same parameters in the same order)."""
-    copy = m.snapshot()
-    copy.terms = tuple(t for t in copy.terms if t.name != name)
-    return copy
+def reference_rows(density, theta, name):
+    """Each observation's gradient: 5-point differences of its own log-likelihood
+    (``pointwise_log_likelihood``) along each coordinate, no row code involved."""
+    def pointwise(t):
+        return density.pointwise_log_likelihood(t)[name]
+    return np.stack([directional_fd(pointwise, theta, e) for e in np.eye(density.dim)], axis=1)
+
+
+def sparse_rows_into_nans(density, theta, name):
+    """The sparse rows' kernel run again into slots filled with NaN
+    (``per_sample_gradient`` allocates them uninitialized, often zeros), as
+    dense rows: a slot the kernel adds to instead of writing stays NaN."""
+    sparse = density.per_sample_gradient(theta, name, sparse=True)
+    n, width = sparse.shape[0], int(sparse.indptr[1]) if sparse.shape[0] else 0  # every row has its slots
+    cols, vals = np.zeros((n, width), dtype=sparse.indices.dtype), np.full((n, width), np.nan)
+    density._function("per_sample_sparse", name)(theta, *density._row_data, cols, vals)
+    rows = np.zeros(sparse.shape)
+    np.add.at(rows, (np.arange(n)[:, None], cols), vals)
+    return rows
+
+
+def check_rows(density, theta, name):
+    """Per-sample rows of term ``name`` equal each observation's own gradient
+    (``reference_rows``): dense rows, also written into NaNs and equal to the
+    sparse ones (``per_sample_rows``), sparse rows written into NaNs, and the
+    empirical Fisher (its scratch rows uninitialized) the sum of their outer
+    products. Tolerance: the stencil's (``directional_fd``), 1e-7 of the
+    largest entry."""
+    rows = per_sample_rows(density, theta, name)
+    want = reference_rows(density, theta, name)
+    atol = 1e-7 * max(1.0, np.max(np.abs(want), initial=0.0))
+    np.testing.assert_allclose(rows, want, rtol=1e-6, atol=atol)
+    np.testing.assert_allclose(sparse_rows_into_nans(density, theta, name), rows, rtol=1e-13,
+                               atol=1e-13 * np.max(np.abs(rows), initial=0.0))
+    np.testing.assert_allclose(density.empirical_fisher(theta, name), rows.T @ rows, rtol=1e-9, atol=1e-9)
+    return rows
 
 
 # ----- the neural network ------------------------------------------------
@@ -162,6 +191,24 @@ def test_per_sample_out_is_checked():
         density.per_sample_gradient(theta, "Y", out=np.empty((4, density.dim)))
     with pytest.raises(ValueError, match="dense rows"):
         density.per_sample_gradient(theta, "Y", sparse=True, out=np.empty((5, density.dim)))
+
+
+@pytest.mark.parametrize("scale", ["constant", "parameter"])
+def test_per_sample_rows_of_parameters_with_a_length_1_axis(scale):
+    """A regression with one output (issue 36): ``X @ W + b`` with W (k, 1) and a
+    bias of shape (1,), its scale a constant (every sparse slot assigned: no
+    row zeroed) or a parameter of shape (1,). A whole value of one entry has
+    its row's partial summed in a local; that local was added into the row's
+    entry, which per-sample rows assign and so do not zero: uninitialized
+    memory plus the partial."""
+    rng = np.random.default_rng(13)
+    X, Y = rng.normal(size=(140, D)), rng.normal(size=(140, 1))
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(D, 1))
+    b = m.param("b", ld.Normal(0, 1), shape=1)
+    s = m.param("s", ld.HalfNormal(1), shape=1) if scale == "parameter" else 1.0
+    m.observe("Y", ld.Normal(m.data("X", X) @ W + b, s), Y)
+    check_model(m, rng, per_sample=("Y",))
 
 
 # ----- every node kind ---------------------------------------------------
@@ -295,7 +342,11 @@ def test_empirical_fisher_of_a_scalar_term_from_its_sparse_rows():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-N_ROWS, NX, NK, GROUPS = 140, 3, 4, 3  # 140 rows: a full block of 128 and a partial one
+N_ROWS = 140  # a full block of 128 rows and a partial one
+#: (inputs, outputs, groups): W (NX, NK), G (GROUPS, NK), v and the output's bias (NK,),
+#: A (NK, NK); with one output the scalars s and sigma have shape (1,): every
+#: parameter with a length-1 axis
+SIZES = [(3, 4, 3), (3, 1, 3), (1, 4, 1), (1, 1, 1)]
 
 
 def _random_rows(draw, pool, depth):
@@ -311,7 +362,7 @@ def _random_rows(draw, pool, depth):
     if choice == 3:
         return draw(st.sampled_from([ld.tanh, ld.sin, ld.sigmoid, lambda x: 0.3 * ld.square(x)]))(inner)
     if choice == 4:
-        other = draw(st.sampled_from([pool["v"], pool["W"][1], pool["A"][:, 2], pool["A"].T @ pool["v"],
+        other = draw(st.sampled_from([pool["v"], pool["W"][0], pool["A"][:, 0], pool["A"].T @ pool["v"],
                                       pool["s"], _random_rows(draw, pool, depth - 1)]))
         return draw(st.sampled_from([lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b]))(inner, other)
     if choice == 5:
@@ -322,29 +373,31 @@ def _random_rows(draw, pool, depth):
 
 
 @pytest.mark.slow
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("nx, nk, groups", SIZES)
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_random_models_with_matrices(data):
+def test_random_models_with_matrices(nx, nk, groups, data):
     """Compiled against the Python twin and the numpy evaluator, gradients against
-    finite differences, per-sample rows summing to the gradient, the empirical
-    Fisher equal to the explicit sum of the rows' outer products."""
+    finite differences, per-sample rows (dense into NaNs, sparse, the empirical
+    Fisher) against each row's own gradient (``check_rows``), for every
+    parameter shape with a length-1 axis (``SIZES``)."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
     m = ld.Model()
-    pool = {"X": m.data("X", rng.normal(size=(N_ROWS, NX))), "Z": m.data("Z", rng.normal(size=(N_ROWS, NK))),
-            "g": m.data("g", rng.integers(0, GROUPS, N_ROWS)),
-            "W": m.param("W", ld.Normal(0, 1), shape=(NX, NK)), "G": m.param("G", ld.Normal(0, 1), shape=(GROUPS, NK)),
-            "v": m.param("v", ld.Normal(0, 1), shape=NK), "A": m.param("A", ld.Normal(0, 1), shape=(NK, NK)),
-            "s": m.param("s", ld.Normal(0, 1))}
-    sigma = m.param("sigma", ld.HalfNormal(1))
-    rows = _random_rows(data.draw, pool, 3)
+    one = (1,) if nk == 1 else ()
+    pool = {"X": m.data("X", rng.normal(size=(N_ROWS, nx))), "Z": m.data("Z", rng.normal(size=(N_ROWS, nk))),
+            "g": m.data("g", rng.integers(0, groups, N_ROWS)),
+            "W": m.param("W", ld.Normal(0, 1), shape=(nx, nk)), "G": m.param("G", ld.Normal(0, 1), shape=(groups, nk)),
+            "v": m.param("v", ld.Normal(0, 1), shape=nk), "A": m.param("A", ld.Normal(0, 1), shape=(nk, nk)),
+            "s": m.param("s", ld.Normal(0, 1), shape=one)}
+    sigma = m.param("sigma", ld.HalfNormal(1), shape=one)
+    bias = m.param("bias", ld.Normal(0, 1), shape=nk)  # read once: its rows' entries are assigned
+    rows = _random_rows(data.draw, pool, 3) + bias
     if data.draw(st.booleans()):
-        m.observe("Y", ld.Normal(rows, sigma), rng.normal(size=(N_ROWS, NK)))
+        m.observe("Y", ld.Normal(rows, sigma), rng.normal(size=(N_ROWS, nk)))
     else:
         reduce = data.draw(st.sampled_from([lambda x: ld.sum(x, axis=1), lambda x: ld.logsumexp(x, axis=-1)]))
-        m.potential("Y", reduce(rows) - ld.log(sigma), observed=True)
-    density, theta = check_model(m, rng, per_sample=("Y",))
-    per_row = density.per_sample_gradient(theta, "Y")
-    np.testing.assert_allclose(density.empirical_fisher(theta, "Y"), per_row.T @ per_row, rtol=1e-9, atol=1e-9)
+        m.potential("Y", reduce(rows) - ld.sum(ld.log(sigma)), observed=True)  # sum: sigma of shape (1,)
+    check_model(m, rng, per_sample=("Y",))
 
 
 SHAPES = [(), (3,), (2,), (4, 3), (3, 4), (4, 2), (2, 3)]
