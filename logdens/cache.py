@@ -14,7 +14,9 @@ the kernel modules of ``logdens`` that generated code calls
 What runs is code, so the cache is guarded:
 
 - The cache directory is private: created with mode 700, and refused
-  (``CacheDirectoryError``) when another user owns it or could write to it.
+  (``CacheDirectoryError``) when another user owns it or could write to it,
+  or when it is a symbolic link that another user owns (they could point it
+  at any directory of yours, which logdens would fill and make private).
   numba's pickled functions in ``__pycache__`` are loaded unverified, and a
   pickle runs code when it is loaded; only a directory that no one else can
   write keeps planted pickles out. ``__pycache__`` gets the same check.
@@ -24,6 +26,13 @@ What runs is code, so the cache is guarded:
   generated source itself, not the file, is compiled, with the file's path
   as its name for numba's cache and for tracebacks: a file swapped after the
   check is never run, and no CPython bytecode file is read either.
+- numba's pickles of an entry's functions are part of the entry: numba
+  loads them before compiling a function (those in the module's
+  ``SIGNATURES`` at load, the others at first call) and saves them after.
+  Pickles that fail to load (truncated, overwritten) are removed and the
+  function compiled again; pickles that cannot be saved (a full disk) are
+  removed and the compiled function runs from memory. Both with a warning
+  (``_GuardedCache``).
 - Writes go to a temporary file in the same directory, renamed over the
   entry: a reader never sees half a file, and a failed write leaves nothing.
 - A directory where an entry cannot be written (read-only, full) does not
@@ -50,6 +59,8 @@ import types
 import warnings
 
 import numba
+from numba.core.caching import Cache
+from numba.core.dispatcher import Dispatcher
 
 import logdens
 from logdens.distributions import jit
@@ -84,7 +95,8 @@ def configured_dir(override=None):
 
 
 def _check_private(path):
-    """Refuse ``path`` unless we own it and no one else can write to it; make it mode 700.
+    """Refuse ``path`` unless we own it (and the link, if it is one) and no one
+    else can write to it; make it mode 700.
 
     A directory others could write to is refused, not tightened: what they
     may have planted there would stay (and tightening a shared directory such
@@ -94,8 +106,14 @@ def _check_private(path):
     """
     if not hasattr(os, "geteuid"):
         return
+    uid, link = os.geteuid(), os.lstat(path)
+    if stat.S_ISLNK(link.st_mode) and link.st_uid != uid:
+        raise CacheDirectoryError(
+            f"logdens cache directory {path} is a symbolic link owned by uid {link.st_uid}, not by you "
+            f"(uid {uid}): its owner could point it at any directory. Set LOGDENS_CACHE_DIR (or pass "
+            "cache_dir=) to a directory of your own, not through this link.")
     info = os.stat(path)
-    uid, mode = os.geteuid(), stat.S_IMODE(info.st_mode)
+    mode = stat.S_IMODE(info.st_mode)
     if info.st_uid != uid:
         raise CacheDirectoryError(
             f"logdens cache directory {path} is owned by uid {info.st_uid}, not by you (uid {uid}): "
@@ -195,19 +213,75 @@ def _usable_entry(directory, k, source):
         return _entry(fallback, k, source)
 
 
-def _remove_entry(path, k):
-    """Remove the entry at ``path`` and what numba saved for it in ``__pycache__``."""
-    pycache = os.path.join(os.path.dirname(path), "__pycache__")
-    for name in [path] + glob.glob(os.path.join(pycache, f"logdens_{k}.*")):
+def _remove(paths):
+    """Remove the files ``paths``, those already gone (or not removable) left alone."""
+    for name in paths:
         with contextlib.suppress(OSError):
             os.remove(name)
 
 
-def _execute(source, k, path):
-    """Run ``source`` as the module of the file ``path`` (which holds the same text).
+def _remove_entry(path, k):
+    """Remove the entry at ``path`` and what numba saved for it in ``__pycache__``."""
+    pycache = os.path.join(os.path.dirname(path), "__pycache__")
+    _remove([path] + glob.glob(os.path.join(pycache, f"logdens_{k}.*")))
 
-    If it fails (numba compiles ``logp_grad`` here), the entry is removed,
-    so that the failure is not cached, and the error raised.
+
+class _GuardedCache:
+    """numba's cache of one function of entry ``k`` (a dispatcher's ``_cache``),
+    whose failures are those of a bad entry: the function's pickles removed, a warning.
+
+    A failed load (a truncated or overwritten pickle) then compiles the
+    function again; a failed save (a full disk) leaves it compiled in memory.
+    """
+
+    def __init__(self, cache, function, k):
+        self._cache, self._function, self._key = cache, function, k
+
+    def __getattr__(self, name):  # the rest of numba's cache interface
+        return getattr(self._cache, name)
+
+    def load_overload(self, sig, target_context):
+        try:
+            return self._cache.load_overload(sig, target_context)
+        except Exception as error:
+            self._drop("loaded", error, "compiling the function again")
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            self._cache.save_overload(sig, data)
+        except Exception as error:
+            self._drop("saved", error, "the compiled function runs from memory (the next process compiles it again)")
+
+    def _drop(self, failed, error, then):
+        # numba names a function's index and data files <module>.<function>-<line>.*
+        directory = self._cache.cache_path
+        _remove(glob.glob(os.path.join(directory, f"logdens_{self._key}.{self._function}-*")))
+        warnings.warn(f"numba's cache of {self._function} in {directory} could not be {failed} "
+                      f"({type(error).__name__}: {error}); its files there are removed, {then}")
+
+
+def _guard(module, k):
+    """Route numba's disk cache of each function ``module`` defines through
+    ``_GuardedCache``, then compile those in its ``SIGNATURES`` (loading them
+    from the cache). Functions it imports, and those without a disk cache
+    (CUDA kernels), are left alone."""
+    for value in vars(module).values():
+        if (isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
+                and isinstance(value._cache, Cache)):
+            value._cache = _GuardedCache(value._cache, value.py_func.__name__, k)
+    for function, signature in getattr(module, "SIGNATURES", {}).items():
+        dispatcher = getattr(module, function)
+        dispatcher.compile(signature)
+        dispatcher.disable_compile()  # other argument types go elsewhere (``core``)
+
+
+def _execute(source, k, path):
+    """Run ``source`` as the module of the file ``path`` (which holds the same text),
+    its numba caches guarded (``_guard``).
+
+    If it fails (numba compiles the module's ``SIGNATURES`` here), the entry
+    is removed, so that the failure is not cached, and the error raised.
     """
     name = f"logdens_generated_{k}"
     module = types.ModuleType(name)
@@ -215,6 +289,7 @@ def _execute(source, k, path):
     sys.modules[name] = module
     try:
         exec(compile(source, path, "exec"), module.__dict__)
+        _guard(module, k)
     except Exception:
         del sys.modules[name]
         _remove_entry(path, k)

@@ -34,13 +34,14 @@ value beyond float32's range (3.4e38), or a nonzero one that would become 0
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import config, cuda
 
 from logdens.cuda_device import THREADS, zero_rows
 from logdens.cuda_source import workspace_sizes
-from logdens.density import LogDensity, _checked_out, _real, _vector
+from logdens.density import LogDensity, _checked_out, _real, _shared_error, _vector
 from logdens.distributions.frozen import _first_violation
 from logdens.layout import HEADER_WIDTH
 
@@ -92,6 +93,36 @@ def _multiprocessors():
     return cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
+class _DeviceData(NamedTuple):
+    """A data set on the device (``DataSet.device``): its packed arrays, and the
+    rows a launch spreads over its threads (the longest data array, ``dim``
+    or a parameter's constrained size)."""
+
+    fdata: object
+    idata: object
+    rows: int
+
+
+def _span(array):
+    """``(first byte, end byte)`` of a device array's elements, from its CUDA array
+    interface (the simulator's arrays: their numpy array's, of the same form)."""
+    face = getattr(array, "__cuda_array_interface__", None) or array.__array_interface__
+    shape, itemsize, start = face["shape"], np.dtype(face["typestr"]).itemsize, face["data"][0]
+    if 0 in shape:
+        return start, start
+    strides = face.get("strides") or [itemsize * math.prod(shape[k + 1:]) for k in range(len(shape))]  # None: C order
+    reach = [(n - 1) * s for n, s in zip(shape, strides)]
+    return start + sum(r for r in reach if r < 0), start + sum(r for r in reach if r > 0) + itemsize
+
+
+def _overlap(a, b):
+    """Whether device arrays ``a`` and ``b`` may share memory: their spans
+    overlap (the host's exact test needs the memory; a bounds check errs only
+    towards refusing a strided array that interleaves with the other)."""
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    return a0 < a1 and b0 < b1 and a0 < b1 and b0 < a1  # both hold elements, and their spans meet
+
+
 class _Buffers:
     """Device arrays for evaluations of ``k`` points: inputs, outputs, sums and
     workspaces. ``sums`` is zero between calls (``finish`` zeroes it)."""
@@ -123,28 +154,30 @@ class CudaLogDensity(LogDensity):
         self._resident = RESIDENT_PER_SM * _multiprocessors()
         super().__init__(model, layout, module, source, sort_rows=False)
 
-    def set_data(self, *, coords=None, **arrays):
+    def _new_data(self, arrays, coords, old_arrays, old_coords):
+        """``LogDensity._new_data`` with the data's copy on the device (``DataSet.device``)."""
         single = self.dtype == np.float32
         if single:
             _check_float32_range(self.layout, arrays)  # before anything changes
-        super().set_data(coords=coords, **arrays)
-        fdata = self.fdata.astype(self.dtype, copy=False) if self.fdata.size else np.zeros(1, self.dtype)
+        data = super()._new_data(arrays, coords, old_arrays, old_coords)
+        fdata = data.fdata.astype(self.dtype, copy=False) if data.fdata.size else np.zeros(1, self.dtype)
         if single:  # the host's copy holds the device's values (the module docstring)
-            self.fdata[:] = fdata[:self.fdata.size]
-        idata = self.idata if self.idata.size else np.zeros(1, dtype=np.int64)
-        self._fdata, self._idata = cuda.to_device(fdata), cuda.to_device(_narrow(idata) if single else idata)
-        rows = self.idata[2:HEADER_WIDTH * len(self.layout.data):HEADER_WIDTH]  # each data array's (layout.pack)
+            data.fdata[:] = fdata[:data.fdata.size]
+        idata = data.idata if data.idata.size else np.zeros(1, dtype=np.int64)
+        rows = data.idata[2:HEADER_WIDTH * len(self.layout.data):HEADER_WIDTH]  # each data array's (layout.pack)
         sizes = [p.constrained_size for p in self.layout.params.values()]
-        self._rows = max([1, self.dim] + sizes + list(rows))
+        idata = _narrow(idata) if single else idata
+        return data._replace(device=_DeviceData(cuda.to_device(fdata), cuda.to_device(idata),
+                                                max([1, self.dim] + sizes + list(rows))))
 
-    def _grid(self, k):
-        """``((blocks along the rows, k points), threads per block)``."""
-        threads = _threads(self._rows)
+    def _grid(self, k, rows):
+        """``((blocks along the rows, k points), threads per block)`` for data of ``rows`` rows."""
+        threads = _threads(rows)
         enough = math.ceil(self._threads_wanted / (k * threads))  # blocks per point that fill the device
         if enough <= 2:  # many points: one block each, one wave in all (``RESIDENT_PER_SM``)
             per_point = max(1, self._resident // k)
             return (1, k), min(threads, _threads(1 << (per_point.bit_length() - 1)))  # a power of two, rounded down
-        return (max(1, min(math.ceil(self._rows / threads), MAX_BLOCKS, enough)), k), threads
+        return (max(1, min(math.ceil(rows / threads), MAX_BLOCKS, enough)), k), threads
 
     def _buffer(self, k, gradient):
         """The device buffers for ``k`` points, kept for the ``KEPT_BUFFERS`` batch
@@ -156,42 +189,43 @@ class CudaLogDensity(LogDensity):
             del self._buffers[next(iter(self._buffers))]
         return buffers
 
-    def _run(self, thetas, gradient, jacobian):
-        """Evaluate the rows of the device array ``thetas``; return the buffers."""
+    def _run(self, device, thetas, gradient, jacobian):
+        """Evaluate the rows of the device array ``thetas`` on the data ``device``
+        (``_DeviceData``); return the buffers."""
         k = thetas.shape[0]
         b = self._buffer(k, gradient)
         if k <= MAX_POINTS:
-            self._launch(thetas, b.grads, b.sums, b.lps, b.workspaces, gradient, jacobian)
+            self._launch(device, thetas, b.grads, b.sums, b.lps, b.workspaces, gradient, jacobian)
             return b
         for start in range(0, k, MAX_POINTS):  # the grid holds MAX_POINTS points at most
             part = slice(start, start + MAX_POINTS)
-            self._launch(thetas[part], b.grads[part], b.sums[part], b.lps[part],
+            self._launch(device, thetas[part], b.grads[part], b.sums[part], b.lps[part],
                          [w[part] for w in b.workspaces], gradient, jacobian)
         return b
 
-    def _launch(self, thetas, grads, sums, lps, workspaces, gradient, jacobian):
+    def _launch(self, device, thetas, grads, sums, lps, workspaces, gradient, jacobian):
         """The stages' launches for the points ``thetas`` (at most ``MAX_POINTS``)."""
         k = thetas.shape[0]
-        grid, threads = self._grid(k)
+        grid, threads = self._grid(k, device.rows)
         points = (math.ceil(k / 32), 32)
         kern = self._kernels
         if gradient:
             if kern.PREPARE[True]:
                 kern.prepare[grid, threads](thetas, grads, sums, jacobian, *workspaces)
-            kern.terms[grid, threads](thetas, grads, sums, jacobian, self._fdata, self._idata, *workspaces)
+            kern.terms[grid, threads](thetas, grads, sums, jacobian, device.fdata, device.idata, *workspaces)
             kern.finish[points](thetas, grads, sums, lps, jacobian, *workspaces)
         else:
             if kern.PREPARE[False]:
                 kern.prepare_value[grid, threads](thetas, sums, jacobian, *workspaces)
-            kern.terms_value[grid, threads](thetas, sums, jacobian, self._fdata, self._idata, *workspaces)
+            kern.terms_value[grid, threads](thetas, sums, jacobian, device.fdata, device.idata, *workspaces)
             kern.finish_value[points](thetas, sums, lps, jacobian, *workspaces)
 
-    def _workspaces(self, thetas):
+    def _workspaces(self, device, thetas):
         """The value buffers of one point with its constrained values filled in
         (``prepare_value`` without the Jacobian: ``sums`` stays zero)."""
         b = self._buffer(1, False)
         if self._kernels.PREPARE[False]:
-            grid, threads = self._grid(1)
+            grid, threads = self._grid(1, device.rows)
             self._kernels.prepare_value[grid, threads](thetas, b.sums, False, *b.workspaces)
         return b
 
@@ -222,73 +256,86 @@ class CudaLogDensity(LogDensity):
     # ----- log density and gradient -------------------------------------
     def log_density(self, theta, propto=True, jacobian=True):
         thetas, host = self._single(theta)
-        lp = float(self._run(thetas, False, jacobian).lps.copy_to_host()[0])
-        return lp if propto else self._with_constant(lp, self._host(theta))
+        data = self._data
+        lp = float(self._run(data.device, thetas, False, jacobian).lps.copy_to_host()[0])
+        return lp if propto else self._with_constant(data, lp, self._host(theta))
 
     def log_density_gradient(self, theta, propto=True, jacobian=True, out=None):
         """``(log density, gradient)``: the gradient a numpy array (into ``out``
         when given) for a host ``theta``, a device array for a device one."""
+        return self._value_and_gradient(theta, propto, jacobian, out, "log_density_gradient")
+
+    def gradient(self, theta, jacobian=True, out=None):
+        """The gradient alone (from the value and gradient kernels)."""
+        return self._value_and_gradient(theta, True, jacobian, out, "gradient")[1]
+
+    def _value_and_gradient(self, theta, propto, jacobian, out, method):
+        """``log_density_gradient``, called by ``method`` (named in its errors)."""
         thetas, host = self._single(theta)
-        b = self._run(thetas, True, jacobian)
+        if host and out is not None:  # refused as on the CPU, though theta is on the device by now
+            _checked_out(out, (self.dim,), method, self._host(theta))
+        data = self._data
+        b = self._run(data.device, thetas, True, jacobian)
         lp = float(b.lps.copy_to_host()[0])
-        lp = lp if propto else self._with_constant(lp, self._host(theta))
+        lp = lp if propto else self._with_constant(data, lp, self._host(theta))
         if not host:
             return lp, _copy(b.grads)[0]
-        grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
+        grad = np.empty(self.dim) if out is None else out
         if grad.flags.c_contiguous:
             b.grads[0].copy_to_host(grad)  # straight into the caller's array
         else:
             grad[:] = b.grads[0].copy_to_host()
         return lp, grad
 
-    def gradient(self, theta, jacobian=True, out=None):
-        """The gradient alone (from the value and gradient kernels)."""
-        return self.log_density_gradient(theta, jacobian=jacobian, out=out)[1]
-
     def log_density_gradient_batch(self, thetas, propto=True, jacobian=True):
         """Log densities ``(K,)`` and gradients ``(K, dim)`` of the rows of
         ``thetas``, K points in one launch per stage."""
         points, host = self._points(thetas, "thetas")
-        b = self._run(points, True, jacobian)
-        return self._log_densities(b.lps, thetas, host, propto), (b.grads.copy_to_host() if host else _copy(b.grads))
+        data = self._data
+        b = self._run(data.device, points, True, jacobian)
+        return (self._log_densities(data, b.lps, thetas, host, propto),
+                b.grads.copy_to_host() if host else _copy(b.grads))
 
     def device_gradients(self, thetas):
         """Log densities ``(K,)`` and gradients ``(K, dim)`` of the device array
         ``thetas`` in this density's own device buffers, no copy and no wait: a
         sampler's loop on the device (``samplers.chees_device``) reads them
         before its next call, which overwrites them."""
-        b = self._run(_device(thetas), True, True)
+        b = self._run(self._data.device, _device(thetas), True, True)
         return b.lps, b.grads
 
     def log_density_batch(self, thetas, propto=True, jacobian=True):
         points, host = self._points(thetas, "thetas")
-        return self._log_densities(self._run(points, False, jacobian).lps, thetas, host, propto)
+        data = self._data
+        return self._log_densities(data, self._run(data.device, points, False, jacobian).lps, thetas, host, propto)
 
-    def _log_densities(self, lps, thetas, host, propto):
+    def _log_densities(self, data, lps, thetas, host, propto):
         """The buffer ``lps`` as the caller gets it: a numpy array for host
         ``thetas``, else a new device array; with ``propto=False`` plus the
-        constants (computed on the host, once per data set)."""
+        constants of ``data`` (computed on the host, once per data set)."""
         if propto:
             return lps.copy_to_host() if host else _copy(lps)
-        full = self._with_constants(lps.copy_to_host(), self._host(thetas))
+        full = self._with_constants(data, lps.copy_to_host(), self._host(thetas))
         return full if host else cuda.to_device(full)
 
     def _host(self, theta):
         return _device(theta).copy_to_host() if _on_device(theta) else np.asarray(theta, dtype=float)
 
-    def pointwise_log_likelihood(self, theta):
+    def _pointwise(self, data, theta):
         """Per-observation log-likelihood of every observed term, computed on the
         device (numpy arrays by term name, as the CPU backend's)."""
         thetas, _ = self._single(theta)
-        b, (grid, threads) = self._workspaces(thetas), self._grid(1)
+        device = data.device
+        b, (grid, threads) = self._workspaces(device, thetas), self._grid(1, device.rows)
         host_theta, out = self._host(theta).reshape(-1), {}
         for term in self.model.terms:
             if term.per_observation:
-                values = cuda.device_array(max(self._n_obs[term.name], 1))
+                n = data.n_obs[term.name]
+                values = cuda.device_array(max(n, 1))
                 kernel = getattr(self._kernels, f"pointwise_{self.layout.term_idents[term.name]}")
-                kernel[grid, threads](thetas, self._fdata, self._idata, values, False, *b.workspaces)
-                values = values.copy_to_host()[:self._n_obs[term.name]]
-                dropped = self._dropped_summands(term.name, host_theta)
+                kernel[grid, threads](thetas, device.fdata, device.idata, values, False, *b.workspaces)
+                values = values.copy_to_host()[:n]
+                dropped = self._dropped_summands(data, term.name, host_theta)
                 out[term.name] = values if dropped is None else values + dropped
         return out
 
@@ -306,16 +353,19 @@ class CudaLogDensity(LogDensity):
                 return rows
             _device(out).copy_to_device(rows)
             return out
-        n = self._n_obs[term.name]
+        data = self._data
+        n = data.n_obs[term.name]
         rows = cuda.device_array((n, self.dim)) if out is None else _device(out)
         if rows.shape != (n, self.dim) or rows.dtype != np.float64:
             raise ValueError(f"per_sample_gradient: out must have shape {(n, self.dim)} and dtype float64, got "
                              f"{rows.dtype} of shape {rows.shape}")
-        thetas, _ = self._single(theta)
-        b, (grid, threads) = self._workspaces(thetas), self._grid(1)
+        thetas, host = self._single(theta)
+        if not host and _overlap(thetas, rows):  # a host theta was copied to the device
+            raise _shared_error("per_sample_gradient")
+        b, (grid, threads) = self._workspaces(data.device, thetas), self._grid(1, data.device.rows)
         if rows.size:
             zero_rows[min(math.ceil(rows.size / THREADS), MAX_BLOCKS), THREADS](rows)
-        kernel[grid, threads](thetas, self._fdata, self._idata, rows, *b.workspaces)
+        kernel[grid, threads](thetas, data.device.fdata, data.device.idata, rows, *b.workspaces)
         return rows if out is not None else rows.copy_to_host()
 
     def kernel_source(self):

@@ -12,7 +12,10 @@ The protocol every sampler relies on, written down once:
 - ``gradient(theta)`` is the gradient without the value (cheaper; see its
   docstring): there nothing is rejected.
 - Returned arrays belong to the caller, except ``out`` arguments, which are
-  filled in place and returned.
+  filled in place and returned. An ``out`` that shares memory with ``theta``
+  is refused (a ValueError): the kernels read ``theta`` while they write.
+- ``set_data`` may run while other threads call the methods: each call uses
+  the data before it or after it, whole (``DataSet``).
 - ``numba_entry`` is ``(function, fdata, idata)``: ``function(theta, grad,
   fdata, idata) -> float`` is compiled with one signature shared by every
   model, so a sampler compiled once in numba calls any model.
@@ -23,7 +26,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.sparse
 
-from logdens import bounds
+from logdens import bounds, rules
 from logdens import dims as dimensions
 from logdens import expr as ex
 from logdens.distributions.constraints import EVENT_CONSTRAINTS, contains, describe
@@ -83,15 +86,61 @@ def _direct_vector(array, shape):
             and array.strides == _UNIT_STRIDE and array.flags.writeable)
 
 
-def _checked_out(out, dim):
-    """``out`` if the gradient can be written into it, else a ValueError (the
-    compiled code does not check bounds)."""
-    if not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (dim,)):
-        raise ValueError(f"out must be a float64 array of shape ({dim},), got "
-                         f"{getattr(out, 'dtype', type(out).__name__)} of shape {np.shape(out)}")
+def _shares_memory(a, b):
+    """Whether the ndarrays ``a`` and ``b`` hold a common element: never two
+    distinct arrays that each own their memory (the common case, tested first:
+    numpy's test took 0.3-0.8 us, as long as the rest of the samplers' call
+    takes over the compiled entry); else numpy's exact test. Exact, not
+    ``np.may_share_memory``'s bounds check: that refuses a strided ``out``
+    whose span merely holds ``theta``; for the contiguous vectors and rows
+    here the exact test costs no more."""
+    if a.base is None and b.base is None:
+        return a is b
+    return np.shares_memory(a, b)
+
+
+def _shared_error(method):
+    """The error for an ``out`` holding elements of ``theta``: one rule for every ``out``."""
+    return ValueError(f"{method}: out shares memory with theta, which the kernel reads while it writes out "
+                      "(theta itself or a view of it); pass an out of its own")
+
+
+def _checked_out(out, shape, method, theta, contiguous=False):
+    """``out`` if ``method`` can write its result there: a writable float64
+    ndarray of ``shape`` (C-contiguous with ``contiguous``) holding no element
+    of ``theta``; else a ValueError. The compiled code checks no bounds and
+    reads ``theta`` while it writes, so a shared ``out`` is refused, not
+    copied around: the caller asked for two arrays and gets them, or an error."""
+    if not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == shape
+            and (out.flags.c_contiguous or not contiguous)):
+        raise ValueError(f"{method}: out must be a {'C-contiguous ' if contiguous else ''}float64 array of shape "
+                         f"{shape}, got {getattr(out, 'dtype', type(out).__name__)} of shape {np.shape(out)}")
     if not out.flags.writeable:
-        raise ValueError("out is read-only; pass a writable float64 array")
+        raise ValueError(f"{method}: out is read-only; pass a writable float64 array")
+    if _shares_memory(out, theta):
+        raise _shared_error(method)
     return out
+
+
+class DataSet(NamedTuple):
+    """One data set as the methods read it. ``set_data`` binds a new one in a
+    single assignment and every method reads ``_data`` once, so a call running
+    while another thread sets data uses the old set or the new one whole: when
+    ``set_data`` assigned the arrays, the packed data and the counts one at a
+    time, a per-sample call took the rows of one set with an output sized for
+    the other and wrote past it (a segfault)."""
+
+    arrays: dict  #: name -> validated, read-only array
+    coords: dict  #: dim -> coordinate values
+    fdata: np.ndarray  #: packed for the sums, rows sorted by group where faster (``logdens.row_order``)
+    idata: np.ndarray
+    rows: tuple  #: ``(fdata, idata)`` in the user's row order, for per-row outputs
+    n_obs: dict  #: observations per observed term
+    #: The summands ``propto`` drops, computed on first use: None -> the
+    #: constant, a term's name -> its values per observation (or None if all 0).
+    dropped: dict
+    #: A backend's copy on its device (``logdens.cuda_density``), or None.
+    device: object = None
 
 
 #: How far the sum of a simplex given to ``unconstrain`` may be from 1 (Stan's tolerance).
@@ -206,8 +255,7 @@ class LogDensity:
         self._row_order = RowOrder(model, layout) if sort_rows else None
         arrays = {name: node.value for name, node in model.data_nodes.items()}
         arrays.update(layout.anonymous)
-        self._arrays, self._coords = {}, dict(model.coords)
-        self.set_data(**arrays)
+        self._data = self._new_data(arrays, None, {}, dict(model.coords))
 
     # ----- data ---------------------------------------------------------
     def set_data(self, *, coords=None, **arrays):
@@ -216,46 +264,76 @@ class LogDensity:
         The new arrays are validated (names, dtypes, finiteness, lengths,
         indices, support) and the constant summands are recomputed once.
         Data of a new length along a dim with coordinates needs new ones,
-        ``coords={dim: values}`` (as in PyMC's ``set_data``).
+        ``coords={dim: values}`` (as in PyMC's ``set_data``). Calls in other
+        threads meanwhile use the old data or the new, whole (``DataSet``).
         """
+        old = self._data
+        self._data = self._new_data(arrays, coords, old.arrays, old.coords)
+
+    def _new_data(self, arrays, coords, old_arrays, old_coords):
+        """The ``DataSet`` of ``old_arrays`` and ``old_coords`` updated by
+        ``arrays`` and ``coords`` (``set_data``'s), validated and packed."""
         unknown = sorted(set(arrays) - set(self.model.data_nodes) - set(self.layout.anonymous))
         if unknown:
             raise validate.ModelError(f"set_data: unknown data {unknown}; the model's data are "
                                       f"{sorted(self.model.data_nodes)}")
-        new = {**self._arrays, **{k: ex.frozen_array(v, f"set_data: data {k!r}") for k, v in arrays.items()}}
+        new = {**old_arrays, **{k: ex.frozen_array(v, f"set_data: data {k!r}") for k, v in arrays.items()}}
         validate.check_arrays(self.layout, self.model, {k: new[k] for k in arrays})
         validate.check_terms(self.model, self.layout, new, fixed_whole=self.fixed_whole_sizes)
-        coords = dimensions.new_coords(dimensions.names(self.model), self._coords, coords)
+        coords = dimensions.new_coords(dimensions.names(self.model), old_coords, coords)
         dimensions.check_sizes(coords, dimensions.current_sizes(self.model, self.layout, new),
                                "; give its new coords: set_data(..., coords={{{dim!r}: values}})")
-        self._arrays, self._coords = new, coords
         arrays = {k: new[k] for k in self.layout.data}
         # Per-row outputs read the rows in the user's order; sums read them
         # sorted by group where that is faster (logdens.row_order).
-        self._row_data = self.layout.pack(arrays)
+        rows = self.layout.pack(arrays)
         packed = self._row_order.sort(arrays) if self._row_order else arrays
-        self.fdata, self.idata = self._row_data if packed is arrays else self.layout.pack(packed)
-        self.numba_entry = NumbaEntry(self._module.logp_grad, self.fdata, self.idata)
-        self._n_obs = self._count_observations()
-        self._constant = None  # the dropped summands, computed on first use
-        self._dropped_rows = {}  # the same per observation, by observed term
+        fdata, idata = rows if packed is arrays else self.layout.pack(packed)
+        return DataSet(new, coords, fdata, idata, rows, self._count_observations(new), {})
 
-    def _with_constant(self, lp, theta):
+    @property
+    def fdata(self):
+        """The current data's packed floats (``logdens.layout``), as ``numba_entry`` passes them."""
+        return self._data.fdata
+
+    @property
+    def idata(self):
+        """The current data's packed integers and header (``logdens.layout``)."""
+        return self._data.idata
+
+    @property
+    def numba_entry(self):
+        """``NumbaEntry`` of the current data (a later ``set_data`` leaves it as it is)."""
+        data = self._data
+        return NumbaEntry(self._module.logp_grad, data.fdata, data.idata)
+
+    @property
+    def _arrays(self):
+        """The current arrays by name, the anonymous ones included."""
+        return self._data.arrays
+
+    @property
+    def _row_data(self):
+        """The current data packed in the user's row order (``DataSet.rows``)."""
+        return self._data.rows
+
+    def _with_constant(self, data, lp, theta):
         """``lp`` plus the summands dropped by ``propto``, computed once per data set."""
-        if self._constant is None:
-            constant = self._module.constants(theta, self.fdata, self.idata)
+        constant = data.dropped.get(None)
+        if constant is None:
+            constant = self._module.constants(theta, data.fdata, data.idata)
             if not np.isfinite(constant):
                 return -np.inf  # theta is outside the support: so is the full density
-            self._constant = constant
-        return lp + self._constant
+            data.dropped[None] = constant
+        return lp + constant
 
     def data(self):
         """The current data arrays by name."""
-        return {k: v for k, v in self._arrays.items() if k in self.model.data_nodes}
+        return {k: v for k, v in self._data.arrays.items() if k in self.model.data_nodes}
 
     def coords(self):
         """Coordinate values by dim name, for the dims that have them (ArviZ ``coords``)."""
-        return dict(self._coords)
+        return dict(self._data.coords)
 
     def dims(self):
         """Dim names of the parameters, deterministics, data and observed terms
@@ -264,7 +342,8 @@ class LogDensity:
 
     def observed_data(self):
         """The observed arrays by term name (for ArviZ's ``observed_data``)."""
-        return {t.name: self._arrays[self.layout.data_name(t.mixture.x if t.mixture else t.value)]
+        arrays = self._data.arrays
+        return {t.name: arrays[self.layout.data_name(t.mixture.x if t.mixture else t.value)]
                 for t in self.model.terms if t.kind == "observe" or (t.kind == "likelihood" and t.mixture)}
 
     # ----- log density and gradient -------------------------------------
@@ -273,23 +352,27 @@ class LogDensity:
 
     def log_density(self, theta, propto=True, jacobian=True):
         """The log density at unconstrained ``theta``."""
-        theta = _vector(theta, self.dim)
-        lp = self._module.value(theta, self.fdata, self.idata, jacobian)
-        return lp if propto else self._with_constant(lp, theta)
+        theta, data = _vector(theta, self.dim), self._data
+        lp = self._module.value(theta, data.fdata, data.idata, jacobian)
+        return lp if propto else self._with_constant(data, lp, theta)
 
     def log_density_gradient(self, theta, propto=True, jacobian=True, out=None):
-        """``(log density, gradient)``; with ``out`` the gradient is written there, no allocation."""
+        """``(log density, gradient)``; with ``out`` the gradient is written there, no
+        allocation (an ``out`` that shares memory with ``theta`` is refused)."""
+        data = self._data
         if (self._direct is not None and out is not None and propto and jacobian
-                and _direct_vector(theta, self._shape) and _direct_vector(out, self._shape)):
-            return self._direct(theta, out, self.fdata, self.idata), out
+                and _direct_vector(theta, self._shape) and _direct_vector(out, self._shape)
+                and (theta.base is None and out.base is None and theta is not out  # _shares_memory's first test,
+                     or not _shares_memory(theta, out))):  # inlined for the samplers' call
+            return self._direct(theta, out, data.fdata, data.idata), out
         theta = _vector(theta, self.dim)
-        grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
+        grad = np.empty(self.dim) if out is None else _checked_out(out, self._shape, "log_density_gradient", theta)
         # logp_grad's fixed signature wants a contiguous gradient; a strided `out` goes to core
         if jacobian and self._core is self._module.core and grad.flags.c_contiguous:
-            lp = self._module.logp_grad(theta, grad, self.fdata, self.idata)  # compiled at load
+            lp = self._module.logp_grad(theta, grad, data.fdata, data.idata)  # compiled at load
         else:
-            lp = self._core(theta, grad, self.fdata, self.idata, jacobian)
-        return (lp if propto else self._with_constant(lp, theta)), grad
+            lp = self._core(theta, grad, data.fdata, data.idata, jacobian)
+        return (lp if propto else self._with_constant(data, lp, theta)), grad
 
     def gradient(self, theta, jacobian=True, out=None):
         """The gradient of the log density alone, for callers that need no value
@@ -298,9 +381,9 @@ class LogDensity:
         value nothing can be rejected: where ``log_density`` is ``-inf`` the
         entries are unspecified, and they may be non-finite where
         ``log_density_gradient`` would reject the point."""
-        theta = _vector(theta, self.dim)
-        grad = np.empty(self.dim) if out is None else _checked_out(out, self.dim)
-        self._module.gradient(theta, grad, self.fdata, self.idata, jacobian)
+        theta, data = _vector(theta, self.dim), self._data
+        grad = np.empty(self.dim) if out is None else _checked_out(out, self._shape, "gradient", theta)
+        self._module.gradient(theta, grad, data.fdata, data.idata, jacobian)
         return grad
 
     def log_density_gradient_batch(self, thetas, propto=True, jacobian=True):
@@ -308,9 +391,9 @@ class LogDensity:
         thetas = _real(thetas, "thetas")
         if thetas.ndim != 2 or thetas.shape[1] != self.dim:
             raise ValueError(f"thetas must have shape (K, {self.dim}), got {thetas.shape}")
-        lps, grads = np.empty(len(thetas)), np.empty_like(thetas)
-        self._module.batch(thetas, lps, grads, self.fdata, self.idata, jacobian)
-        return (lps if propto else self._with_constants(lps, thetas)), grads
+        lps, grads, data = np.empty(len(thetas)), np.empty_like(thetas), self._data
+        self._module.batch(thetas, lps, grads, data.fdata, data.idata, jacobian)
+        return (lps if propto else self._with_constants(data, lps, thetas)), grads
 
     def log_density_batch(self, thetas, propto=True, jacobian=True):
         """Log densities ``(K,)`` of the rows of ``thetas``, without gradients.
@@ -322,13 +405,13 @@ class LogDensity:
         thetas = _real(thetas, "thetas")
         if thetas.ndim != 2 or thetas.shape[1] != self.dim:
             raise ValueError(f"thetas must have shape (K, {self.dim}), got {thetas.shape}")
-        lps = np.empty(len(thetas))
-        self._module.value_batch(thetas, lps, self.fdata, self.idata, jacobian)
-        return lps if propto else self._with_constants(lps, thetas)
+        lps, data = np.empty(len(thetas)), self._data
+        self._module.value_batch(thetas, lps, data.fdata, data.idata, jacobian)
+        return lps if propto else self._with_constants(data, lps, thetas)
 
-    def _with_constants(self, lps, thetas):
+    def _with_constants(self, data, lps, thetas):
         """``_with_constant`` of every row."""
-        return np.array([self._with_constant(lp, t) for lp, t in zip(lps, thetas)])
+        return np.array([self._with_constant(data, lp, t) for lp, t in zip(lps, thetas)])
 
     def _function(self, kind, name):
         """The generated module's ``<kind>_<ident>`` of the observed term ``name``."""
@@ -341,8 +424,8 @@ class LogDensity:
             raise KeyError(f"no observed term or likelihood {name!r}; they are {observed}")
         return term
 
-    def _count_observations(self):
-        """Observations per observed term for the current data (checked once, in ``set_data``)."""
+    def _count_observations(self, arrays):
+        """Observations per observed term for ``arrays`` (checked once, in ``set_data``)."""
         counts = {}
         for term in self.model.terms:
             if not term.per_observation:
@@ -351,37 +434,40 @@ class LogDensity:
                     term.args[0].ndim == len(term.dist.spec.events[0]):
                 counts[term.name] = 1  # one event: a series, a Gaussian process's values
                 continue
-            lengths = [validate.length(a, self._arrays, self.layout, "") for a in term.args]
+            lengths = [validate.length(a, arrays, self.layout, "") for a in term.args]
             counts[term.name] = max((n for n in lengths if n is not None), default=1)
         return counts
 
     def pointwise_log_likelihood(self, theta):
         """Per-observation log-likelihood (normalized) of every observed term and
         likelihood potential, by name."""
-        theta = _vector(theta, self.dim)
-        out = {}
+        return self._pointwise(self._data, theta)
+
+    def _pointwise(self, data, theta):
+        """``pointwise_log_likelihood`` of ``data``."""
+        theta, out = _vector(theta, self.dim), {}
         for term in self.model.terms:
             if term.per_observation:
-                values = np.empty(self._n_obs[term.name])
-                self._function("pointwise", term.name)(theta, *self._row_data, values, False)
-                dropped = self._dropped_summands(term.name, theta)
+                values = np.empty(data.n_obs[term.name])
+                self._function("pointwise", term.name)(theta, *data.rows, values, False)
+                dropped = self._dropped_summands(data, term.name, theta)
                 if dropped is not None:
                     values += dropped
                 out[term.name] = values
         return out
 
-    def _dropped_summands(self, name, theta):
+    def _dropped_summands(self, data, name, theta):
         """Per observation of term ``name``, the summands ``propto`` drops (None
-        when all are 0): they depend on the data only, so they are kept once
-        computed, unless ``theta`` was outside the support (then they are -inf)."""
-        if name in self._dropped_rows:
-            return self._dropped_rows[name]
-        rows = np.empty(self._n_obs[name])
-        self._function("pointwise", name)(theta, *self._row_data, rows, True)
+        when all are 0): they depend on ``data`` only, so they are kept with it
+        once computed, unless ``theta`` was outside the support (then they are -inf)."""
+        if name in data.dropped:
+            return data.dropped[name]
+        rows = np.empty(data.n_obs[name])
+        self._function("pointwise", name)(theta, *data.rows, rows, True)
         if not np.isfinite(rows).all():
             return rows
-        self._dropped_rows[name] = rows if rows.any() else None
-        return self._dropped_rows[name]
+        data.dropped[name] = rows if rows.any() else None
+        return data.dropped[name]
 
     def per_sample_gradient(self, theta, name, sparse=False, out=None):
         """One gradient row (w.r.t. ``theta``) per observation of the observed term ``name``.
@@ -394,25 +480,20 @@ class LogDensity:
         parameters one element per row (``a[group]``, a rate vector), a few
         entries per row instead of ``dim``.
         """
-        term = self._observed(name)
-        n, theta = self._n_obs[term.name], _vector(theta, self.dim)
+        term, theta, data = self._observed(name), _vector(theta, self.dim), self._data
+        n = data.n_obs[term.name]
         if not sparse:
-            if out is None:
-                out = np.empty((n, self.dim))
-            elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (n, self.dim)
-                      and out.flags.c_contiguous and out.flags.writeable):
-                raise ValueError(f"per_sample_gradient: out must be a writeable, C-contiguous float64 array of "
-                                 f"shape {(n, self.dim)}, got {getattr(out, 'dtype', type(out).__name__)} of "
-                                 f"shape {np.shape(out)}")
-            self._function("per_sample", term.name)(theta, *self._row_data, out)
+            shape = (n, self.dim)
+            out = np.empty(shape) if out is None else _checked_out(out, shape, "per_sample_gradient", theta, True)
+            self._function("per_sample", term.name)(theta, *data.rows, out)
             return out
         if out is not None:
             raise ValueError("per_sample_gradient: out is for the dense rows (sparse=False)")
-        width = int(self._function("slots", term.name)(self.idata))
+        width = int(self._function("slots", term.name)(data.idata))
         # 32-bit indices when they fit, as scipy would make them (by copying).
         index = np.int32 if max(self.dim, n * width) < np.iinfo(np.int32).max else np.int64
         cols, vals = np.empty((n, width), dtype=index), np.empty((n, width))
-        self._function("per_sample_sparse", term.name)(theta, *self._row_data, cols, vals)
+        self._function("per_sample_sparse", term.name)(theta, *data.rows, cols, vals)
         starts = np.arange(0, n * width + 1, width, dtype=index) if width else np.zeros(n + 1, dtype=index)
         return scipy.sparse.csr_array((vals.ravel(), cols.ravel(), starts), shape=(n, self.dim))
 
@@ -423,14 +504,13 @@ class LogDensity:
         For a term with values with shape the rows are made and multiplied in
         blocks (no (n_obs, dim) array); for others from the sparse rows.
         """
-        term = self._observed(name)
-        theta = _vector(theta, self.dim)
+        term, theta, data = self._observed(name), _vector(theta, self.dim), self._data
         fused = getattr(self._module, f"fisher_{self.layout.term_idents[name]}", None)  # terms with shape
         if fused is not None:
-            if self._n_obs[term.name] == 0:
+            if data.n_obs[term.name] == 0:
                 return np.zeros((self.dim, self.dim))
             fisher = np.empty((self.dim, self.dim))  # assigned by the first product
-            fused(theta, *self._row_data, fisher)
+            fused(theta, *data.rows, fisher)
             return fisher
         rows = self.per_sample_gradient(theta, name, sparse=True)
         return (rows.T @ rows).toarray()
@@ -439,14 +519,16 @@ class LogDensity:
     def param_num(self, include_tp=False):
         n = sum(p.constrained_size for p in self.layout.params.values())
         if include_tp:
-            n += sum(int(np.prod(v.shape, dtype=int)) for v in self._deterministics(np.zeros(self.dim)).values())
+            values = self.constrain(np.zeros(self.dim))
+            n += sum(int(np.prod(np.shape(values[name]), dtype=int)) for name in self.model.deterministics)
         return n
 
     def param_names(self, include_tp=False):
         """Flat constrained names, ``mu``, ``z[0]``, ...; deterministics with ``include_tp``."""
         shapes = {p.name: p.shape for p in self.layout.params.values()}
         if include_tp:
-            shapes.update({k: np.shape(v) for k, v in self._deterministics(np.zeros(self.dim)).items()})
+            values = self.constrain(np.zeros(self.dim))
+            shapes.update({name: np.shape(values[name]) for name in self.model.deterministics})
         return [n if s == () else f"{n}[{i}]" for n, s in shapes.items() for i in range(int(np.prod(s)))]
 
     def param_unc_names(self):
@@ -454,16 +536,13 @@ class LogDensity:
         return [p.name if p.shape == () else f"{p.name}[{i}]"
                 for p in self.layout.params.values() for i in range(p.size)]
 
-    def _params(self, theta):
+    def _params(self, theta, arrays):
+        """Constrained parameters by name (bounds that are expressions read ``arrays``)."""
         theta = _vector(theta, self.dim)
         params = {p.name: np.reshape(p.transform.forward(theta[p.offset:p.offset + p.size]), p.shape)
                   for p in self.layout.params.values()}
-        values = bounds.constrained(self.model, {**self._arrays, **params})
+        values = bounds.constrained(self.model, {**arrays, **params})
         return {name: values[name] for name in params}
-
-    def _deterministics(self, theta, params=None):
-        values = {**self._arrays, **(params if params is not None else self._params(theta))}
-        return {name: evaluate(e, values) for name, e in self.model.deterministics.items()}
 
     def constrain_batch(self, thetas):
         """``constrain`` of every row of ``thetas``: name -> array (n, *shape), in one numpy pass."""
@@ -479,38 +558,41 @@ class LogDensity:
         batched = {k: (v[:, None] if v.ndim == 1 else v) for k, v in params.items()}  # scalars as (n, 1)
         values = bounds.constrained(self.model, {**self._arrays, **batched}, batch=True)
         params = {name: values[name].reshape((n,) + np.shape(x)[1:]) for name, x in params.items()}
-        for name, e in self.model.deterministics.items():
-            out = np.asarray(evaluate(e, values, batch=True))
-            params[name] = np.broadcast_to(out, (n,) + e.shape if e.shape else (n, 1)).reshape((n,) + e.shape)
+        for name, e in self.model.deterministics.items():  # in the current data's shapes
+            out = rules.with_draws(e, evaluate(e, values, batch=True))
+            params[name] = np.broadcast_to(out, (n,) + out.shape[1:]).copy()
         return params
 
     def pointwise_log_likelihood_batch(self, thetas):
         """``pointwise_log_likelihood`` of every row of ``thetas``: name -> array (n, n_obs)."""
         thetas = np.ascontiguousarray(thetas, dtype=np.float64).reshape(-1, self.dim)
-        rows = [self.pointwise_log_likelihood(t) for t in thetas]
+        data = self._data  # one data set for every row
+        rows = [self._pointwise(data, t) for t in thetas]
         names = rows[0].keys() if rows else [t.name for t in self.model.terms if t.kind == "observe"]
         return {k: np.array([r[k] for r in rows]) for k in names}
 
     def constrain(self, theta):
         """Constrained parameters and deterministics by name, in their shapes."""
-        params = self._params(theta)
-        return {**params, **self._deterministics(theta, params)}
+        arrays = self._data.arrays  # one data set for the parameters' bounds and the deterministics
+        params = self._params(theta, arrays)
+        values = {**arrays, **params}
+        return {**params, **{name: evaluate(e, values) for name, e in self.model.deterministics.items()}}
 
     def param_constrain(self, theta, include_tp=False):
         """The flat constrained vector (deterministics appended with ``include_tp``)."""
-        values = self.constrain(theta) if include_tp else self._params(theta)
+        values = self.constrain(theta) if include_tp else self._params(theta, self._data.arrays)
         return np.concatenate([np.ravel(v) for v in values.values()]) if values else np.zeros(0)
 
     def unconstrain(self, values):
         """The unconstrained ``theta`` of constrained parameter values given by name."""
-        theta = np.empty(self.dim)
+        theta, arrays = np.empty(self.dim), self._data.arrays
         for p in self.layout.params.values():
             if p.name not in values:
                 raise KeyError(f"unconstrain: missing parameter {p.name!r}")
             x = np.broadcast_to(_real(values[p.name], f"unconstrain: {p.name!r}"), p.shape)
             constraint = self.model.params[p.name].constraint
             if bounds.has_expression(constraint):  # its raw value (logdens.bounds)
-                x = bounds.raw(p.name, constraint, x, {**self._arrays, **values})
+                x = bounds.raw(p.name, constraint, x, {**arrays, **values})
                 constraint = bounds.raw_constraint(constraint)
             _check_support(p.name, x, constraint)
             theta[p.offset:p.offset + p.size] = np.ravel(p.transform.inverse(x))
@@ -544,9 +626,9 @@ class LogDensity:
         """The model as a listing with the current data's shapes (``logdens.show``)."""
         from logdens import show
         return show.text(self.model, "LogDensity", self.dim,
-                         show.current_shapes(self.model, self.layout, self._arrays))
+                         show.current_shapes(self.model, self.layout, self._data.arrays))
 
     def _repr_html_(self):
         from logdens import show
         return show.html_table(self.model, "LogDensity", self.dim,
-                               show.current_shapes(self.model, self.layout, self._arrays))
+                               show.current_shapes(self.model, self.layout, self._data.arrays))

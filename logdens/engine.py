@@ -39,7 +39,8 @@ lowering (``logdens.codegen``):
 ``per_sample_sparse_<term>(theta, fdata, idata, cols, vals)``
     the gradient rows as ``slots_<term>(idata)`` (column, value) pairs per row
     (``logdens.rows``): a plain function, as the slots of vector parameters
-    have run-time lengths.
+    have run-time lengths. These three refuse (ValueError) an output whose
+    rows are not the term's rows in the data they are given (``row_count``).
 ``fisher_<term>(theta, fdata, idata, fisher)``
     the empirical Fisher information of a term with values with shape
     (``logdens.shaped``), the sum of its rows' outer products, into
@@ -54,7 +55,7 @@ import types
 import numpy as np
 
 from logdens.distributions.jit import FASTMATH
-from logdens import bounds, cache, rules
+from logdens import bounds, cache, rules, sizes
 from logdens.codegen import Lowering
 from logdens.lines import indent, plus, tidy
 from logdens.targets import grad_target
@@ -274,8 +275,9 @@ def _gradient_functions(model, layout, blocks):
     out += function_lines("def logp_grad(theta, grad, fdata, idata):",
                      ["# `core`'s body, not a call: calling `core` would compile it and then",
                       "# optimize it again inside this function (a third of a small model's compile).",
-                      "jacobian = True"] + body,
-                     decorator=JIT.replace("numba.njit(", f"numba.njit({SIGNATURE}, "))
+                      "jacobian = True"] + body)
+    out += ["# compiled at load by logdens.cache, once it guards numba's cache of each function",
+            f"SIGNATURES = {{'logp_grad': {SIGNATURE}}}", ""]
     out += function_lines("def batch(thetas, lps, grads, fdata, idata, jacobian):",
                      ["for k in range(thetas.shape[0]):",
                       "    lps[k] = core(thetas[k], grads[k], fdata, idata, jacobian)"])
@@ -315,6 +317,38 @@ def _value_functions(model, layout, blocks):
                         _prologue(layout, constants) + ["lp = 0.0"] + constant_terms + ["return lp"]))
 
 
+def row_count(layout, term):
+    """Code of the number of rows of ``term`` in the data a function is given:
+    the first axis of its plate (its kernel's, or a likelihood's value) as
+    ``logdens.sizes`` finds it, with a data array's rows read at run time
+    (``n_<data>``, bound by the prologue) and run-time parameter lengths; 1
+    for a term of one observation."""
+    def data_shape(node):
+        if not sizes.runtime_rows(node):
+            return node.shape
+        return (sizes.Size(f"n_{layout.data_ident(node)}", node.shape[0], node.label()), *node.shape[1:])
+
+    def param_shape(node):
+        p = layout.params[node.name]
+        return (sizes.Size(p.size_code, node.shape[0], node.name),) if p.runtime else node.shape
+
+    walk = sizes.SizeWalk(f"term {term.name!r}", data_shape, param_shape)
+    plate = walk.term(term)
+    return str(walk.resolve(plate[0])) if plate else "1"
+
+
+def _rows_checked(layout, term, function, outputs):
+    """Lines refusing ``outputs`` (arrays of one row per observation) whose rows
+    are not ``term``'s rows in the data ``function`` is given: its loops write
+    without bounds checks, so an output sized for other data (set by another
+    thread meanwhile) was written past its end."""
+    n, output = row_count(layout, term), outputs[-1]
+    what = f"{function}: term {term.name!r} has "
+    return [f"if {' or '.join(f'{o}.shape[0] != {n}' for o in outputs)}:",
+            f"    raise ValueError({what!r} + str({n}) + ' rows in the data given but its output has ' "
+            f"+ str({output}.shape[0]) + '; pass an output of one row per row of these data')"]
+
+
 def _observed_functions(model, layout, term, blocks):
     """``pointwise_<term>`` and ``per_sample_<term>`` of one observed term.
 
@@ -333,7 +367,7 @@ def _observed_functions(model, layout, term, blocks):
     kept, body = pointwise_body(model, layout, term, ["out[:] = 0.0"], blocks=blocks)
     ident = layout.term_idents[term.name]
     pointwise = function_lines(f"def pointwise_{ident}(theta, fdata, idata, out, dropped):",
-                               _prologue(layout, kept) + body)
+                               _prologue(layout, kept) + _rows_checked(layout, term, "pointwise", ["out"]) + body)
     fisher = []
     if rules.shaped(term):  # the rows of a block into the Fisher information, none stored
         lowering = Lowering(layout, gradient=True, per_row=True, target=FisherRows(layout), blocks=blocks)
@@ -344,11 +378,13 @@ def _observed_functions(model, layout, term, blocks):
                            _prologue(layout, lowering) + ["lp = 0.0"] + fisher_terms)
     return (pointwise + fisher
             + function_lines(f"def per_sample_{ident}(theta, fdata, idata, out):",
-                        _prologue(layout, dense) + ["lp = 0.0"] + dense_terms)
+                        _prologue(layout, dense) + _rows_checked(layout, term, "per_sample", ["out"])
+                        + ["lp = 0.0"] + dense_terms)
             + [f"def slots_{ident}(idata):", f'    """Slots per row of per_sample_sparse_{ident}, from the layout in ``idata``."""']
             + indent(layout.param_prologue() + [f"return {sparse_rows.width}"]) + ["", ""]
             + function_lines(f"def per_sample_sparse_{ident}(theta, fdata, idata, cols, vals):",
-                        _prologue(layout, sparse) + ["lp = 0.0"] + sparse_terms))
+                        _prologue(layout, sparse) + _rows_checked(layout, term, "per_sample_sparse", ["cols", "vals"])
+                        + ["lp = 0.0"] + sparse_terms))
 
 
 def compile_model(model, backend="cpu", cache_dir=None, parallel=False, blocks=True, dtype=None):

@@ -154,13 +154,12 @@ class SizeWalk:
 
     def term(self, term):
         """Size every node of ``term``: a potential's value, or the arguments and
-        the kernel of its distribution."""
+        the kernel of its distribution; return the value's or the kernel's shape."""
         from logdens import rules
         if term.dist is None:
-            rules.fold(term.value, self.visit, self.shapes)
-            return
+            return rules.fold(term.value, self.visit, self.shapes)
         below = [rules.fold(a, self.visit, self.shapes) for a in term.args]
-        self.visit(Kernel(term), below)
+        return self.visit(Kernel(term), below)
 
     def unify(self, a, b, node):
         """The length where ``a`` and ``b`` must agree (for ``node``): a

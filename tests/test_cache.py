@@ -224,3 +224,88 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match="No space left on device"):
         _check_density(_model().compile(cache_dir=directory))
     assert list(directory.iterdir()) == []
+
+
+def _compile_and_call(directory):
+    """``_model()`` compiled in ``directory`` (as a new process would) and its
+    functions that save to numba's cache called: ``logp_grad``, ``value``, ``constants``."""
+    cache._LOADED.clear()
+    density = _model().compile(cache_dir=directory)
+    _check_density(density)
+    assert density.log_density(np.zeros(1)) == pytest.approx(-0.125, rel=1e-12)
+    return density
+
+
+def _pickles(directory):
+    """numba's index and data files in ``directory``'s ``__pycache__``."""
+    return sorted(p for p in (directory / "__pycache__").glob("logdens_*") if p.suffix in (".nbi", ".nbc"))
+
+
+@pytest.mark.parametrize("damage", [lambda data: data[:len(data) // 2], lambda data: b"garbage"],
+                         ids=["truncated", "garbage"])
+def test_numba_pickles_that_fail_to_load_are_removed_and_compiled_again(tmp_path, damage):
+    """numba loads ``logp_grad``'s pickles at load and the others' at first
+    call: every failed load is a bad entry, removed, compiled again, with a warning."""
+    _compile_and_call(tmp_path)
+    pickles = _pickles(tmp_path)
+    assert {p.name.split(".")[1].split("-")[0] for p in pickles} >= {"logp_grad", "value"}
+    for p in pickles:
+        p.write_bytes(damage(p.read_bytes()))
+    with pytest.warns(UserWarning, match="numba's cache of logp_grad .* could not be loaded") as caught:
+        _compile_and_call(tmp_path)
+    assert any("numba's cache of value" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # saved again: the next process loads them
+        _compile_and_call(tmp_path)
+
+
+def test_numba_pickles_that_cannot_be_saved_leave_a_working_model(tmp_path, monkeypatch):
+    """A disk with room for the entry but not for numba's pickles (the temporary
+    directory on it too): the compiled functions stay in memory, with a warning."""
+    from numba.core import caching
+
+    def full(self, path):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_open_for_write", full)
+    with pytest.warns(UserWarning, match="numba's cache of logp_grad .* could not be saved .*No space left"):
+        _compile_and_call(tmp_path)
+    assert _pickles(tmp_path) == []
+
+
+@as_root
+def test_a_symlink_of_another_user_is_refused_not_followed(tmp_path):
+    """Whoever owns the link can point it at any directory of yours, which
+    logdens would fill and make private: the link is refused, its target untouched."""
+    target = tmp_path / "mine"
+    target.mkdir()
+    os.chmod(target, 0o755)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    with pytest.raises(PermissionError, match=re.escape(f"{link} is a symbolic link owned by uid {OTHER_UID}")):
+        _model().compile(cache_dir=link)
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o755
+    assert list(target.iterdir()) == []
+
+
+@posix_only
+def test_a_symlink_of_your_own_is_followed(tmp_path):
+    target = tmp_path / "mine"
+    (tmp_path / "link").symlink_to(target)
+    target.mkdir(mode=0o700)
+    _check_density(_model().compile(cache_dir=tmp_path / "link"))
+    assert list(target.glob("logdens_*.py"))
+
+
+@posix_only
+def test_a_symlink_seen_by_another_user_is_refused_as_a_link(tmp_path, monkeypatch):
+    """The same without root: to a process of another uid, the link (ours) is refused."""
+    target = tmp_path / "mine"
+    target.mkdir(mode=0o755)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + OTHER_UID)
+    with pytest.raises(PermissionError, match=re.escape(f"{link} is a symbolic link owned by uid {os.getuid()}")):
+        _model().compile(cache_dir=link)
+    assert list(target.iterdir()) == []

@@ -1,8 +1,11 @@
 """LogDensity: the protocol's methods on models with gathers, matrices, reductions."""
 
+import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numba
 import numpy as np
@@ -675,3 +678,155 @@ def test_a_model_without_parameters_compiles(observed):
     want = float(np.sum(stats.norm.logpdf([0.5, -1.0]))) if observed else 0.0
     assert density.log_density(theta, propto=False) == pytest.approx(want, rel=1e-14)
     assert density.log_density_gradient(theta)[1].shape == (0,)
+
+
+# ----- out arguments and threads ----------------------------------------
+def _theta_with_out(density, method):
+    """``(call, theta, out)``: a call of ``method`` whose ``out`` holds ``theta``
+    (its first row, for per-sample rows)."""
+    if method == "per_sample_gradient":
+        out = np.zeros((N, density.dim))
+        out[0] = theta0(density)
+        return lambda: density.per_sample_gradient(out[0], "c", out=out), out[0], out
+    theta = theta0(density)
+    return lambda: getattr(density, method)(theta, out=theta), theta, theta
+
+
+@pytest.mark.parametrize("method", ["log_density_gradient", "gradient", "per_sample_gradient"])
+def test_an_out_that_holds_theta_is_refused(hierarchical, method):
+    """A kernel reads theta while it writes out: out=theta gave lp -2.225 for
+    -1.325 and a wrong gradient. Refused, theta left as it is."""
+    call, theta, out = _theta_with_out(hierarchical, method)
+    before = theta.copy()
+    with pytest.raises(ValueError, match=f"{method}: out shares memory with theta"):
+        call()
+    np.testing.assert_array_equal(theta, before)
+    view = theta0(hierarchical)  # a view of the same memory, through the sampler's direct call
+    with pytest.raises(ValueError, match="log_density_gradient: out shares memory with theta"):
+        hierarchical.log_density_gradient(view, out=view[:])
+
+
+def test_an_out_beside_theta_in_one_buffer_is_taken(hierarchical):
+    """The test is exact (``np.shares_memory``): a strided ``out`` whose span
+    holds ``theta`` but none of its elements is written, not refused."""
+    dim = hierarchical.dim
+    buffer = np.zeros((dim, dim + 2))
+    out, theta = buffer[:, 0], buffer[1, 1:dim + 1]  # theta lies between out's elements
+    theta[:] = theta0(hierarchical)
+    lp, grad = hierarchical.log_density_gradient(theta.copy())
+    assert hierarchical.log_density_gradient(theta, out=out)[0] == pytest.approx(lp, rel=1e-13)
+    np.testing.assert_allclose(out, grad, rtol=1e-12)
+
+
+def _race_model():
+    """``hierarchical_model`` with a deterministic that reads data (its length is the data's)."""
+    m = hierarchical_model()
+    m.deterministic("eta", m.data_nodes["X"] @ m.params["beta"])
+    return m
+
+
+def _race_data(n, seed):
+    rng = np.random.default_rng(seed)
+    return {"c": rng.poisson(3.0, n), "group": rng.integers(0, J, n), "X": rng.normal(size=(n, D))}
+
+
+def _race_calls(density):
+    """Name -> a call of each method that reads the data."""
+    theta = theta0(density)
+    thetas = np.stack([theta, theta + 0.1])
+    return {
+        "log_density": lambda: density.log_density(theta, propto=False),
+        "log_density_gradient": lambda: density.log_density_gradient(theta, out=np.empty(density.dim)),
+        "log_density_gradient propto=False": lambda: density.log_density_gradient(theta, propto=False),
+        "gradient": lambda: density.gradient(theta),
+        "log_density_batch": lambda: density.log_density_batch(thetas, propto=False),
+        "log_density_gradient_batch": lambda: density.log_density_gradient_batch(thetas),
+        "pointwise_log_likelihood": lambda: density.pointwise_log_likelihood(theta),
+        "pointwise_log_likelihood_batch": lambda: density.pointwise_log_likelihood_batch(thetas),
+        "per_sample_gradient": lambda: density.per_sample_gradient(theta, "c"),
+        "per_sample_gradient sparse": lambda: density.per_sample_gradient(theta, "c", sparse=True).toarray(),
+        "empirical_fisher": lambda: density.empirical_fisher(theta, "c"),
+        "constrain": lambda: density.constrain(theta),
+        "constrain_batch": lambda: density.constrain_batch(thetas),
+        "param_constrain": lambda: density.param_constrain(theta, include_tp=True),
+        "numba_entry": lambda: _entry_call(density.numba_entry, theta),
+        "data": lambda: density.data(),
+    }
+
+
+def _entry_call(entry, theta):
+    grad = np.empty(len(theta))
+    return entry.function(theta, grad, entry.fdata, entry.idata), grad
+
+
+def _arrays(result):
+    """A result as a flat list of arrays (dicts in key order)."""
+    if isinstance(result, dict):
+        return [a for k in sorted(result) for a in _arrays(result[k])]
+    if isinstance(result, tuple):
+        return [a for r in result for a in _arrays(r)]
+    return [np.asarray(result)]
+
+
+def _same(a, b):
+    """Whether two results (``_arrays``) are equal, to rounding."""
+    return len(a) == len(b) and all(x.shape == y.shape and np.allclose(x, y, rtol=1e-12, atol=0.0, equal_nan=True)
+                                    for x, y in zip(a, b))
+
+
+def race(seconds, readers=3, long_rows=20_000, short_rows=3):
+    """One thread sets long and short data in turn while ``readers`` threads
+    call every method of ``_race_calls``: each result must be the one of
+    either data set, never a mix. Returns the mismatches (method name,
+    reader, what) and the rounds of calls and of ``set_data`` made."""
+    density = _race_model().compile()
+    calls = _race_calls(density)
+    sets = [_race_data(long_rows, 1), _race_data(short_rows, 2)]
+    expected = []
+    for arrays in sets:
+        density.set_data(**arrays)
+        expected.append({name: _arrays(call()) for name, call in calls.items()})
+    stop, failures, rounds = time.monotonic() + seconds, [], {"set_data": 0, "calls": 0}
+
+    def write():
+        while time.monotonic() < stop:
+            density.set_data(**sets[rounds["set_data"] % 2])
+            rounds["set_data"] += 1
+
+    def read(reader):
+        while time.monotonic() < stop:
+            rounds["calls"] += 1
+            for name, call in calls.items():
+                try:
+                    got = _arrays(call())
+                except Exception as error:  # a mix that numpy or a check noticed
+                    failures.append((name, reader, repr(error)))
+                    continue
+                if not any(_same(got, e[name]) for e in expected):
+                    failures.append((name, reader, "a mix of the two data sets"))
+    threads = [threading.Thread(target=write)] + [threading.Thread(target=read, args=(k,)) for k in range(readers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failures, rounds
+
+
+def test_set_data_in_one_thread_while_others_read_the_data():
+    """``set_data`` bound the data, counts and caches one attribute at a time: a
+    per-sample call read the long data's rows with an output sized for the
+    short data and wrote past it (a segfault). In a process of its own, so a
+    crash is a failure, not a dead test run; switching threads every
+    microsecond makes the races of a few bytecodes likely."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        sys.setswitchinterval(1e-6)
+        import test_density
+        failures, rounds = test_density.race(seconds=2.0)
+        print(len(failures), rounds["set_data"] > 10 and rounds["calls"] > 3, sorted({{f[0] for f in failures}}),
+              failures[:3])
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, (run.returncode, run.stdout[-2000:], run.stderr[-3000:])
+    assert run.stdout.startswith("0 True "), run.stdout  # no mix, and both sides ran

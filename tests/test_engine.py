@@ -118,3 +118,25 @@ def test_python_twin_equals_compiled(dist):
     lp_py, grad_py = twin.log_density_gradient(theta)
     assert lp_py == pytest.approx(lp, rel=1e-13, abs=1e-13)
     np.testing.assert_allclose(grad_py, grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "python"])
+def test_row_functions_refuse_an_output_sized_for_other_data(backend):
+    """The generated functions that write one row per observation check their
+    output against the rows of the data they are given: an output of 2 rows
+    with data of 5 (a ``set_data`` between sizing and the call) was written
+    past its end; now a ValueError naming the term and both counts."""
+    m = ld.Model()
+    mu, sigma = m.param("mu"), m.param("sigma", constraint=ld.positive)
+    m.observe("y", ld.Normal(mu + 0.1 * m.data("x", np.arange(5.0)), sigma), np.ones(5))
+    density = m.compile(backend=backend)
+    module, (fdata, idata), ident = density._module, density._row_data, density.layout.term_idents["y"]
+    theta, width = np.zeros(2), int(getattr(module, f"slots_{ident}")(idata))
+    calls = {"pointwise": lambda: getattr(module, f"pointwise_{ident}")(theta, fdata, idata, np.zeros(2), False),
+             "per_sample": lambda: getattr(module, f"per_sample_{ident}")(theta, fdata, idata, np.zeros((2, 2))),
+             "per_sample_sparse": lambda: getattr(module, f"per_sample_sparse_{ident}")(
+                 theta, fdata, idata, np.zeros((2, width), dtype=np.int64), np.zeros((2, width)))}
+    for function, call in calls.items():
+        with pytest.raises(ValueError, match=f"{function}: term 'y' has 5 rows in the data given but its "
+                                             "output has 2"):
+            call()
