@@ -110,7 +110,7 @@ def describe(constraint):
         right = "]" if c.upper_closed else ")"
         parts.append(f"in {left}{_fmt(c.lower)}, {_fmt(c.upper)}{right}")
     elif c.lower is not None:
-        parts.append(f"{'>=' if c.lower_closed else '>'} {_fmt(c.lower)}{' (inf: none)' if c.infinite else ''}")
+        parts.append(f"{'>=' if c.lower_closed else '>'} {_fmt(c.lower)}{' (or inf: no bound)' if c.infinite else ''}")
     elif c.upper is not None:
         parts.append(f"{'<=' if c.upper_closed else '<'} {_fmt(c.upper)}")
     else:

@@ -39,6 +39,18 @@ def _first_violation(name, value, mask):
     return f"{name}[{where}]={value[index].item()!r}"
 
 
+def _named_bounds(constraint, numeric, ok):
+    """``; lower=v`` (or ``lower[i]=v``) for each bound of ``constraint`` named after
+    another argument, at the first entry where ``ok`` is false: the value the
+    violation is against."""
+    shown = ""
+    for name in (constraint.lower, constraint.upper):
+        if isinstance(name, str) and name in numeric:
+            bound = numeric[name]
+            shown += f"; {_first_violation(name, bound if bound.ndim == 0 else np.broadcast_to(bound, ok.shape), ok)}"
+    return shown
+
+
 class Distribution:
     """Base of every public distribution class; ``spec`` says which one it is."""
 
@@ -96,8 +108,8 @@ class Distribution:
             value = numeric[p.name]
             ok = contains(p.constraint, value, numeric)
             if not np.all(ok):
-                raise InvalidArgumentError(
-                    f"{self.spec.name}: {_first_violation(p.name, value, ok)}, {describe(p.constraint)}")
+                raise InvalidArgumentError(f"{self.spec.name}: {_first_violation(p.name, value, ok)}, "
+                                           f"{describe(p.constraint)}{_named_bounds(p.constraint, numeric, ok)}")
 
     def _arrays(self, x):
         if not self.numeric:

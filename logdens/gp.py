@@ -34,6 +34,7 @@ import numpy as np
 from logdens import expr as ex
 from logdens.distributions.jit import jitable
 from logdens.distributions import vmath
+from logdens.distributions.frozen import _first_violation
 from logdens.expr import ModelError
 
 #: The kernel codes the generated code passes (``GPCov.kind``).
@@ -56,6 +57,7 @@ class GPCov(ex.Expr):
                                  f"{p.shape}")
         if rho.shape != ():
             _check_ard(what, name, x, rho)
+        _check_positive(what, params)
         self.name, self.kind = name, KINDS[name]
         #: A length scale per input dimension: ``cov_forward_ard`` and ``cov_reverse_ard``.
         self.ard = rho.shape != ()
@@ -75,6 +77,22 @@ def _check_ard(what, name, x, rho):
         wanted = f"shape ({x.shape[1]},)" if x.ndim == 2 else "a scalar (a vector needs inputs of shape (n, d))"
         raise ModelError(f"{what}: a vector length scale has one entry per input dimension: inputs of shape "
                          f"{x.shape} take rho of {wanted}, got {rho.label()} of shape {rho.shape}")
+
+
+def _check_positive(what, params):
+    """A ``ModelError`` for an amplitude, length scale or period written into the
+    model (a number or an array) that is not > 0: Stan's ``gp_*_cov`` require
+    each > 0, and a period of 0 gives NaN. Named data and parameters are not
+    known when the model is built."""
+    roles = (("amplitude ", "alpha"), ("length scale ", "rho"), ("", "period"))
+    for (role, name), p in zip(roles, params):
+        if not isinstance(p, (ex.Const, ex.Data)) or getattr(p, "name", None) is not None:
+            continue
+        value = np.asarray(p.value, dtype=float)
+        ok = value > 0.0
+        if not np.all(ok):
+            raise ModelError(f"{what}: its {role}{_first_violation(name, value, ok)}, must be > 0 (Stan's "
+                             "gp_*_cov require it); pass a positive number or a parameter with a positive prior")
 
 
 def exp_quad(x, alpha, rho):
@@ -116,11 +134,26 @@ def hsgp_basis(x, m, c=1.5):
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or m < 1 or c <= 1.0:
         raise ModelError(f"hsgp_basis: needs 1-D inputs, m >= 1 and c > 1, got shape {x.shape}, m={m}, c={c}")
+    _check_hsgp_inputs(x)
     centered = x - 0.5 * (x.min() + x.max())
     half = c * np.max(np.abs(centered))
     sqrt_eigenvalues = np.arange(1, m + 1) * np.pi / (2.0 * half)
     phi = np.sin(sqrt_eigenvalues * (centered[:, None] + half)) / np.sqrt(half)
     return phi, sqrt_eigenvalues
+
+
+def _check_hsgp_inputs(x):
+    """A ``ModelError`` unless ``x`` is finite and spans a range: the basis lives
+    on [-L, L] with L = c max|x - center|, which a constant ``x`` makes 0 (and
+    every basis function NaN)."""
+    if x.size == 0:
+        raise ModelError("hsgp_basis: x is empty; pass the inputs the GP is evaluated at")
+    finite = np.isfinite(x)
+    if not np.all(finite):
+        raise ModelError(f"hsgp_basis: {_first_violation('x', x, finite)}, must be finite")
+    if x.min() == x.max():
+        raise ModelError(f"hsgp_basis: every input is {float(x[0])!r}: the basis spans [-L, L], L = c max|x - center| "
+                         "= 0; a GP over one point needs no basis (its value there is Normal(0, alpha^2))")
 
 
 def exp_quad_spd(omega, alpha, rho):

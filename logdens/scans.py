@@ -27,7 +27,11 @@ steps between two stored carries before sweeping them back: memory about
 import itertools
 import math
 
+import numpy as np
+
 from logdens import expr as ex
+from logdens.distributions.dirichlet import check_probability_vectors
+from logdens.distributions.frozen import InvalidArgumentError, _first_violation
 from logdens.expr import ModelError
 
 _KEYS = itertools.count()
@@ -139,7 +143,10 @@ def hmm_marginal(log_emissions, transitions, initial):
     forward algorithm (Stan's ``hmm_marginal``): ``log_emissions`` (K, T) the log
     density of each observation under each state, ``transitions`` (K, K)
     row-stochastic (row i: the next state's probabilities from state i),
-    ``initial`` the first state's probabilities (K,).
+    ``initial`` the first state's probabilities (K,). As in Stan, ``initial`` and
+    each row of ``transitions`` must be a simplex (the result is not log p(y)
+    otherwise): arrays are checked here, a bare parameter must have the simplex
+    constraint, and an expression (``ld.softmax(Z)``) is trusted.
 
     The carry is the log probability of the states before each observation
     and the observations so far: c_0 = log(initial), then with a_t = c_t + e_t,
@@ -152,6 +159,8 @@ def hmm_marginal(log_emissions, transitions, initial):
             initial.shape != log_emissions.shape[:1]:
         raise ModelError(f"hmm_marginal: needs log_emissions (K, T), transitions (K, K) and initial (K,), got "
                          f"{log_emissions.shape}, {transitions.shape} and {initial.shape}")
+    _check_simplex("initial", initial)
+    _check_simplex("transitions", transitions)
 
     def step(carry, emission):
         joint = carry + emission
@@ -159,3 +168,26 @@ def hmm_marginal(log_emissions, transitions, initial):
         return ex.FUNCTIONS["log"](ex.FUNCTIONS["exp"](joint - top) @ transitions) + top
     last = scan(step, ex.FUNCTIONS["log"](initial), log_emissions.T, keep="last")
     return ex.logsumexp(last, axis=0)
+
+
+def _check_simplex(name, node):
+    """A ``ModelError`` unless ``hmm_marginal``'s argument ``name`` (its initial
+    probabilities, or the transition matrix, a simplex per row) is one: an
+    array written into the model is checked entry by entry, a bare parameter
+    by its constraint."""
+    if isinstance(node, ex.Param) and node.constraint.name != "simplex":
+        wanted = ("it must be a simplex (Stan's rho): give it constraint=ld.simplex or a Dirichlet prior"
+                  if name == "initial" else "each of its rows must be a simplex (Stan's Gamma): use "
+                  "ld.softmax(Z) of a (K, K) parameter Z, or ld.stack of K simplex parameters")
+        raise ModelError(f"hmm_marginal: {name} is parameter {node.name!r} with constraint {node.constraint!r}; "
+                         f"{wanted}")
+    if not isinstance(node, ex.Data) or node.name is not None:
+        return
+    value = np.asarray(node.value, dtype=float)
+    ok = (value >= 0.0) & (value <= 1.0)
+    if not np.all(ok):
+        raise ModelError(f"hmm_marginal: {_first_violation(name, value, ok)}, must be in [0, 1] (a probability)")
+    try:
+        check_probability_vectors("hmm_marginal", name, value)
+    except InvalidArgumentError as err:
+        raise ModelError(str(err)) from None

@@ -1,14 +1,19 @@
 """Models compared between the CUDA backend and the CPU backend.
 
-``tests/test_cuda.py`` runs this file in numba's CUDA simulator, in a
-separate process (the simulator is chosen when numba is imported), and
-in-process when a GPU is present. ``python tests/cuda_checks.py`` (see
-``main``) prints one JSON object: under ``"compare"``, for each check (a case, or a case of
+``tests/test_cuda.py`` runs this file in numba's CUDA simulator, a process
+per group of checks (``GROUPS``; the simulator is chosen when numba is
+imported), there against the Python twin, and in-process against the CPU
+when a GPU is present. ``python tests/cuda_checks.py`` (see ``main``) prints
+one JSON object: under ``"compare"``, for each check (a case, or a case of
 ``FLOAT32`` with `` float32``: its data on the device as float32, compared
-with the CPU at the same data rounded to float32), the largest relative
-differences found; under ``"float32"``, what ``float32_storage`` found.
+with the reference at the same data rounded to float32), the largest
+relative differences found; under ``"float32"``, what ``float32_storage``
+found.
 
-Sizes are small: the simulator runs every thread in Python.
+Sizes are small: the simulator runs every thread in Python. Each case draws
+its data from a generator of its own, so that its model (and its generated
+source, a disk-cache entry) is the same whichever cases a process built
+before it.
 """
 
 import json
@@ -21,8 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import logdens as ld  # noqa: E402
 from engine_models import bernoulli_logit, hierarchical, logistic, normal, poisson, potential  # noqa: E402
 
-N = 24
-RNG = np.random.default_rng(0)
+N = 8
 
 
 def _engine(build, **kwargs):
@@ -34,51 +38,55 @@ def _engine(build, **kwargs):
 
 def transforms():
     """Every kind of transform: a positive scalar, an interval vector, a simplex and an ordered vector."""
-    idx = RNG.integers(0, 4, N)
-    X = RNG.normal(size=(N, 3))
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, 4, N)
+    X = rng.normal(size=(N, 3))
     m = ld.Model()
     s = m.param("s", ld.HalfNormal(1.0))
     w = m.param("w", constraint=ld.interval(-1.0, 2.0), shape=4)
     q = m.param("q", shape=3, constraint=ld.simplex)
     o = m.param("o", ld.Normal(0, 3), shape=3, constraint=ld.ordered)
-    m.observe("y", ld.Normal(w[m.data("idx", idx)] + m.data("X", X) @ q + o[1], s), RNG.normal(size=N))
-    return m, RNG.normal(scale=0.5, size=1 + 4 + 2 + 3)
+    m.observe("y", ld.Normal(w[m.data("idx", idx)] + m.data("X", X) @ q + o[1], s), rng.normal(size=N))
+    return m, rng.normal(scale=0.5, size=1 + 4 + 2 + 3)
 
 
 def repeated_indices():
     """A vector read at its own rows by its prior, and through repeated indices by two terms."""
-    idx = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 0] * 2)
+    rng = np.random.default_rng(0)
+    idx = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 0])
     m = ld.Model()
     b = m.param("b", ld.Normal(0, 1), shape=3)
     g = m.data("g", idx)
-    m.observe("y", ld.Normal(b[g], 1.0), RNG.normal(size=idx.size))
-    m.observe("c", ld.Poisson(ld.exp(b[g])), RNG.poisson(2.0, idx.size).astype(float))
-    return m, RNG.normal(size=3)
+    m.observe("y", ld.Normal(b[g], 1.0), rng.normal(size=idx.size))
+    m.observe("c", ld.Poisson(ld.exp(b[g])), rng.poisson(2.0, idx.size).astype(float))
+    return m, rng.normal(size=3)
 
 
 def reductions():
     """Sums, means and logsumexp inside terms: run by one thread per point."""
-    x = RNG.normal(size=N)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=N)
     m = ld.Model()
     a = m.param("a")
     z = m.param("z", ld.Normal(0, 1), shape=N)
     m.observe("y", ld.Normal(a + z - ld.mean(z), 1.0), x)
     m.potential("p", -0.5 * ld.square(ld.sum(z)) + ld.logsumexp(0.1 * z * m.data("x", x)))
-    return m, RNG.normal(size=1 + N)
+    return m, rng.normal(size=1 + N)
 
 
 def running_sums():
     """A Gaussian random walk as running sums of a parameter, read at the rows, through
     repeated indices and by element, and a scaled walk as a prior's location."""
-    g = RNG.integers(0, 6, N)
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 6, N)
     m = ld.Model()
     z = m.param("z", ld.Normal(0, 1), shape=6)
     tau = m.param("tau", ld.HalfNormal(1))
     walk = ld.cumsum(z)
-    m.observe("y", ld.Normal(walk[m.data("g", g)] * tau, 1.0), RNG.normal(size=N))
-    m.observe("w", ld.Normal(walk + walk[2], 2.0), RNG.normal(size=6))
+    m.observe("y", ld.Normal(walk[m.data("g", g)] * tau, 1.0), rng.normal(size=N))
+    m.observe("w", ld.Normal(walk + walk[2], 2.0), rng.normal(size=6))
     m.param("u", ld.Normal(0.5 * ld.cumsum(z), 1.0), shape=6)
-    return m, RNG.normal(size=13)
+    return m, rng.normal(size=13)
 
 
 def scans():
@@ -86,8 +94,9 @@ def scans():
     stored every step for the gradient, data read whole), a vector carry with
     outputs and every carry kept, a last carry checkpointed every 3 steps; and
     a stack of whole values."""
+    rng = np.random.default_rng(0)
     T = 10
-    r = RNG.normal(size=T)
+    r = rng.normal(size=T)
     m = ld.Model()
     omega = m.param("omega", ld.HalfNormal(1))
     a1 = m.param("a1", ld.Uniform(0, 1))
@@ -97,13 +106,13 @@ def scans():
     m.observe("r", ld.Normal(0.0, ld.sqrt(sigma2)), r)
     rho = m.param("rho", ld.Normal(0, 0.3), shape=2)
     states, outputs = ld.scan(lambda c, x: (rho * c + x, ld.sum(c * c)), np.zeros(2) + 0.5,
-                              m.data("shocks", RNG.normal(size=(T, 2))))
-    m.observe("s", ld.Normal(states, 1.0), RNG.normal(size=(T, 2)))
+                              m.data("shocks", rng.normal(size=(T, 2))))
+    m.observe("s", ld.Normal(states, 1.0), rng.normal(size=(T, 2)))
     m.potential("energy", -0.01 * ld.sum(outputs))
     last = ld.scan(lambda c, _: 0.9 * c + omega, 0.0, length=T, keep="last", checkpoint=3)
     m.observe("z", ld.Normal(last, 1.0), np.array(1.0))
     m.potential("stacked", -0.5 * ld.sum(ld.square(ld.stack([rho * omega, rho + 1.0, ld.exp(rho)]))))
-    return m, RNG.normal(size=5) * 0.3
+    return m, rng.normal(size=5) * 0.3
 
 
 def scalars():
@@ -117,21 +126,23 @@ def scalars():
 
 def outside_support():
     """An unconstrained scale: a negative one gives -inf on both backends."""
+    rng = np.random.default_rng(0)
     m = ld.Model()
     s = m.param("s")
-    m.observe("y", ld.Normal(0.0, s), RNG.normal(size=N))
+    m.observe("y", ld.Normal(0.0, s), rng.normal(size=N))
     return m, np.array(-0.5)
 
 
 def expression_bounds():
     """Bounds that are expressions of other parameters (``logdens.bounds``): the
     log-Jacobian term runs only with the Jacobian."""
+    rng = np.random.default_rng(0)
     m = ld.Model()
     a = m.param("a", ld.Uniform(0, 1))
     b = m.param("b", ld.Uniform(0, 1 - a))
     c = m.param("c", ld.Normal(0, 1), shape=3, constraint=ld.greater_than(b))
-    m.observe("y", ld.Normal(a + b + c[m.data("k", RNG.integers(0, 3, N))], 0.5), RNG.normal(size=N))
-    return m, RNG.normal(size=5)
+    m.observe("y", ld.Normal(a + b + c[m.data("k", rng.integers(0, 3, N))], 0.5), rng.normal(size=N))
+    return m, rng.normal(size=5)
 
 
 def random_model(seed):
@@ -160,7 +171,8 @@ def random_model(seed):
 def mlp():
     """A network (3-4-2, tanh) with Normal errors, priors on its matrices, and the
     network's sum as a potential: values with shape, a row per thread."""
-    X, Y = RNG.normal(size=(N, 3)), RNG.normal(size=(N, 2))
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(N, 3)), rng.normal(size=(N, 2))
     m = ld.Model()
     W1 = m.param("W1", ld.Normal(0, 1), shape=(3, 4))
     b1 = m.param("b1", ld.Normal(0, 1), shape=4)
@@ -170,23 +182,25 @@ def mlp():
     out = ld.tanh(m.data("X", X) @ W1 + b1) @ W2 + b2
     m.observe("Y", ld.Normal(out, sigma), Y)
     m.potential("net", ld.sum(0.01 * out))
-    return m, RNG.normal(scale=0.5, size=12 + 4 + 8 + 2 + 1)
+    return m, rng.normal(scale=0.5, size=12 + 4 + 8 + 2 + 1)
 
 
 def softmax():
     """A softmax regression through ``log_softmax``, a likelihood potential."""
-    X, onehot = RNG.normal(size=(N, 3)), np.eye(4)[RNG.integers(0, 4, N)]
+    rng = np.random.default_rng(0)
+    X, onehot = rng.normal(size=(N, 3)), np.eye(4)[rng.integers(0, 4, N)]
     m = ld.Model()
     W = m.param("W", ld.Normal(0, 2), shape=(3, 4))
     alpha = m.param("alpha", ld.Normal(0, 2), shape=4)
     m.potential("lik", ld.sum(ld.log_softmax(m.data("X", X) @ W + alpha) * onehot, axis=-1), observed=True)
-    return m, RNG.normal(size=12 + 4)
+    return m, rng.normal(size=12 + 4)
 
 
 def shaped_whole():
     """Whole values: products of parameter matrices, a transpose, indexing, axis
     reductions, a mean, a matrix under a transform, a whole vector scaled."""
-    X, Y = RNG.normal(size=(N, 3)), RNG.normal(size=(N, 3))
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(N, 3)), rng.normal(size=(N, 3))
     m = ld.Model()
     tau = m.param("tau", ld.HalfNormal(1))
     beta = m.param("beta", ld.Normal(0, 1), shape=3)
@@ -199,25 +213,27 @@ def shaped_whole():
     m.potential("whole", ld.logsumexp(A, axis=0) @ s[0] * 0.1 + ld.sum(ld.mean(A, axis=1))
                 + ld.sum(ld.sum(s, axis=1)[:1]))
     m.potential("rows", ld.logsumexp(m.data("Yd", Y) * A[0], axis=1) - ld.sum(s[1] ** 2), observed=True)
-    return m, RNG.normal(scale=0.5, size=1 + 3 + 6 + 6 + 6)
+    return m, rng.normal(scale=0.5, size=1 + 3 + 6 + 6 + 6)
 
 
 def row_gather():
     """Rows of a parameter matrix picked by an index, and a whole matrix read at the rows."""
-    group = np.array([0, 1, 2, 3, 4, 0, 0, 2] * 3)
-    Y = RNG.normal(size=(group.size, 2))
+    rng = np.random.default_rng(0)
+    group = np.array([0, 1, 2, 3, 4, 0, 0, 2])
+    Y = rng.normal(size=(group.size, 2))
     m = ld.Model()
     effects = m.param("effects", ld.Normal(0, 1), shape=(5, 2))
     scale = m.param("scale", ld.HalfNormal(1), shape=2)
     z = m.param("z", ld.Normal(0, 1), shape=(group.size, 2))
     m.observe("Y", ld.Normal(effects[m.data("group", group)] + 0.5 * z, scale), Y)
-    return m, RNG.normal(scale=0.5, size=10 + 2 + 2 * group.size)
+    return m, rng.normal(scale=0.5, size=10 + 2 + 2 * group.size)
 
 
 def shaped_misc():
     """A density's ``logpdf`` inside a term with shape, ``where`` on a condition
     on data, a row and an element of parameters, ``sigmoid`` and ``sin``."""
-    X, Z = RNG.normal(size=(N, 3)), RNG.normal(size=(N, 2))
+    rng = np.random.default_rng(0)
+    X, Z = rng.normal(size=(N, 3)), rng.normal(size=(N, 2))
     m = ld.Model()
     W = m.param("W", ld.Normal(0, 1), shape=(3, 2))
     v = m.param("v", ld.Normal(0, 1), shape=2)
@@ -226,7 +242,7 @@ def shaped_misc():
     rows = ld.sigmoid(m.data("X", X) @ W) * v + ld.sin(W[1])
     rows = ld.where(z > 0.0, rows, 0.5 * rows)
     m.potential("lik", ld.sum(ld.Normal(rows, s).logpdf(z) + v[0], axis=1), observed=True)
-    return m, RNG.normal(scale=0.5, size=6 + 2 + 1)
+    return m, rng.normal(scale=0.5, size=6 + 2 + 1)
 
 
 def new_axes():
@@ -235,7 +251,8 @@ def new_axes():
     a flattened weight matrix, a potential adding sums over rows to a mean over
     them and a constant, concatenations, a diagonal matrix and slices of
     matrices' axes, a random walk from 0 (running sums joined to a constant)."""
-    x, Y = RNG.normal(size=N), RNG.normal(size=(N, 3))
+    rng = np.random.default_rng(0)
+    x, Y = rng.normal(size=N), rng.normal(size=(N, 3))
     m = ld.Model()
     w = m.param("w", ld.Normal(0, 1), shape=3)
     c = m.param("c", ld.Normal(0, 1), shape=(1, 3))
@@ -252,7 +269,7 @@ def new_axes():
     # an event-transformed parameter read at the rows: its adjoint has 3 entries, theta 2
     simplex = m.param("simplex", shape=3, constraint=ld.simplex)
     m.observe("Z", ld.Normal(m.data("x4", x)[:, None] * simplex, 1.0), Y)
-    return m, RNG.normal(scale=0.5, size=3 + 3 + 2 + 1 + 2)
+    return m, rng.normal(scale=0.5, size=3 + 3 + 2 + 1 + 2)
 
 
 def mv_normal():
@@ -260,25 +277,27 @@ def mv_normal():
     row-aligned location (a regression of vectors), and a prior on a vector
     with a scalar location: kernels that are loops over an event run on a
     thread."""
-    a = RNG.normal(size=(3, 3))
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 3))
     cov = a @ a.T + 3 * np.eye(3)
-    X, Y = RNG.normal(size=(N, 2)), RNG.multivariate_normal(np.zeros(3), cov, size=N)
+    X, Y = rng.normal(size=(N, 2)), rng.multivariate_normal(np.zeros(3), cov, size=N)
     m = ld.Model()
     mu = m.param("mu", ld.Normal(0, 1), shape=3)
     B = m.param("B", ld.Normal(0, 1), shape=(2, 3))
     z = m.param("z", ld.MvNormal(0.0, scale_tril=np.linalg.cholesky(cov)))
     m.observe("Y", ld.MvNormal(mu + z, cov=cov), Y)
     m.observe("Y2", ld.MvNormal(m.data("X", X) @ B, cov=cov), Y)
-    return m, RNG.normal(scale=0.5, size=3 + 6 + 3)
+    return m, rng.normal(scale=0.5, size=3 + 6 + 3)
 
 
 def mv_kernels():
     """Each multivariate density whose kernel is loops over its event, over rows
     of data or as a prior (``shaped.THREAD_EVENT_KERNELS``)."""
+    rng = np.random.default_rng(0)
     K = 3
-    counts = RNG.multinomial(6, [0.2, 0.3, 0.5], size=N)
-    classes = RNG.integers(0, K, N)
-    series = np.cumsum(RNG.normal(size=12))
+    counts = rng.multinomial(6, [0.2, 0.3, 0.5], size=N)
+    classes = rng.integers(0, K, N)
+    series = np.cumsum(rng.normal(size=12))
     m = ld.Model()
     s = m.param("s", ld.HalfNormal(1))
     alpha = m.param("alpha", ld.HalfNormal(2), shape=K)
@@ -288,7 +307,7 @@ def mv_kernels():
     eta = m.param("eta", ld.Normal(0, 1))
     L = m.param("L", ld.LKJCholesky(K, 2.0))
     rho = m.param("rho", ld.Normal(0, 0.5))
-    m.observe("t", ld.MvStudentT(5.0, logits, scale_tril=ld.diag_pre_multiply(alpha, L)), RNG.normal(size=(N, K)))
+    m.observe("t", ld.MvStudentT(5.0, logits, scale_tril=ld.diag_pre_multiply(alpha, L)), rng.normal(size=(N, K)))
     m.observe("c", ld.DirichletMultinomial(6, alpha), counts)
     m.observe("k", ld.CategoricalLogit(logits), classes)
     m.observe("p", ld.Categorical(w), classes)
@@ -298,18 +317,19 @@ def mv_kernels():
     m.observe("ar", ld.AR(rho, s), series)
     m.observe("mn", ld.Multinomial(6, w), counts)
     m.param("C", ld.LKJCorr(K, 1.5))
-    return m, RNG.normal(scale=0.4, size=1 + K + (K - 1) + K + 2 + 1 + 3 + 1 + 3)
+    return m, rng.normal(scale=0.4, size=1 + K + (K - 1) + K + 2 + 1 + 3 + 1 + 3)
 
 
 def zero_sum():
     """Group effects with a ZeroSumNormal prior (a multivariate kernel as a prior,
     the sum-to-zero event transform) read through an index."""
-    g = RNG.integers(0, 5, N)
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 5, N)
     m = ld.Model()
     s = m.param("s", ld.HalfNormal(1))
     a = m.param("a", ld.ZeroSumNormal(s), shape=5)
-    m.observe("y", ld.Normal(a[m.data("g", g)], 1.0), RNG.normal(size=N))
-    return m, RNG.normal(scale=0.5, size=1 + 4)
+    m.observe("y", ld.Normal(a[m.data("g", g)], 1.0), rng.normal(size=N))
+    return m, rng.normal(scale=0.5, size=1 + 4)
 
 def linalg():
     """Linear algebra on a thread, as loops (no BLAS): a latent GP ``L @ z`` read at
@@ -318,9 +338,10 @@ def linalg():
     of the Cholesky (the CPU calls LAPACK there); triangular
     solves both ways with a matrix right side and a log-determinant in a
     hand-written likelihood; a vector added to a diagonal."""
+    rng = np.random.default_rng(0)
     n, big = 6, 14
-    x, X2 = np.linspace(0.0, 3.0, n), RNG.normal(size=(big, 2))
-    g = RNG.integers(0, n, N)
+    x, X2 = np.linspace(0.0, 3.0, n), rng.normal(size=(big, 2))
+    g = rng.integers(0, n, N)
     m = ld.Model()
     alpha = m.param("alpha", ld.HalfNormal(1))
     rho = m.param("rho", ld.HalfNormal(2))
@@ -329,14 +350,14 @@ def linalg():
     z = m.param("z", ld.Normal(0, 1), shape=n)
     jitter = m.param("jitter", ld.HalfNormal(1), shape=n)
     f = ld.cholesky(ld.add_diag(ld.gp.matern52(m.data("x", x), alpha, rho), 0.01 + jitter)) @ z
-    m.observe("y", ld.Poisson(ld.exp(f[m.data("g", g)])), RNG.poisson(2.0, N).astype(float))
+    m.observe("y", ld.Poisson(ld.exp(f[m.data("g", g)])), rng.poisson(2.0, N).astype(float))
     K2 = ld.add_diag(ld.gp.exp_quad(m.data("X2", X2), alpha, rho2), sigma ** 2)
-    m.observe("y2", ld.MvNormal(0.0, scale_tril=ld.cholesky(K2)), RNG.normal(size=big))
+    m.observe("y2", ld.MvNormal(0.0, scale_tril=ld.cholesky(K2)), rng.normal(size=big))
     L3 = ld.cholesky(ld.add_diag(ld.gp.periodic(m.data("x3", x), alpha, rho, 2.0), sigma ** 2))
-    white = ld.solve_triangular(L3, m.data("R", RNG.normal(size=(n, 2))))
+    white = ld.solve_triangular(L3, m.data("R", rng.normal(size=(n, 2))))
     m.potential("lik", -0.5 * ld.sum(white * white) - ld.cholesky_logdet(L3)
                 + 0.1 * ld.sum(ld.solve_triangular(L3, white, trans=True)))
-    return m, RNG.normal(scale=0.4, size=3 + 2 + 2 * n)
+    return m, rng.normal(scale=0.4, size=3 + 2 + 2 * n)
 
 
 CASES = {
@@ -358,6 +379,22 @@ CASES = {
 FLOAT32 = ("transforms", "repeated_indices", "reductions", "expression_bounds", "random_3", "mlp")
 CHECKS = [*CASES, *(f"{name} float32" for name in FLOAT32)]
 
+#: The checks by the simulator process that runs them (``test_cuda``), each
+#: group at most about 75 s of CPU time on a quiet machine with empty caches
+#: (numba compiling each case's CPU module, which the CUDA backend loads, is
+#: most of it) and 15 s with full ones. ``SLOW``: those above 45 s.
+GROUPS = {
+    "engine_models": ["poisson", "normal", "potential", "bernoulli_logit", "logistic", "hierarchical", "scalars",
+                      "outside_support"],
+    "transforms_and_indices": ["transforms", "repeated_indices", "reductions", "running_sums", "expression_bounds",
+                               "zero_sum"],
+    "random_expressions": [f"random_{k}" for k in range(4)],
+    "float32_data": [f"{name} float32" for name in FLOAT32],
+    "values_with_shape": ["mlp", "softmax", "row_gather", "shaped_misc"],
+    **{name: [name] for name in ("shaped_whole", "new_axes", "scans", "mv_normal", "mv_kernels", "linalg")},
+}
+SLOW = ("mv_kernels", "linalg")
+
 
 def _rel(got, want):
     """Largest difference relative to the largest entry of ``want`` (0 where both are equal infinities)."""
@@ -377,13 +414,15 @@ def rounded(density):
     return {k: v.astype(np.float32).astype(np.float64) if v.dtype.kind == "f" else v for k, v in arrays.items()}
 
 
-def compare(check):
-    """The largest relative differences, CUDA against CPU, of ``check`` (in ``CHECKS``)."""
+def compare(check, reference="cpu"):
+    """The largest relative differences, CUDA against ``reference`` (a backend:
+    the CPU's, or in the simulator the Python twin, which compiles nothing), of
+    ``check`` (in ``CHECKS``)."""
     from numba import cuda
     name, _, dtype = check.partition(" ")
     m, theta = CASES[name]()
     theta = np.atleast_1d(theta)
-    cpu, gpu = m.compile(), m.compile(backend="cuda", dtype=dtype or None)
+    cpu, gpu = m.compile(backend=reference), m.compile(backend="cuda", dtype=dtype or None)
     if dtype:
         cpu.set_data(**rounded(cpu))
     out = {}
@@ -404,12 +443,14 @@ def compare(check):
     out["device batch"] = max(_rel(on_device[0].copy_to_host(), L_c),
                               _rel(on_device[1].copy_to_host()[finite], G_c[finite]))
     if np.isfinite(lp_c):
+        pointwise = gpu.pointwise_log_likelihood(theta)
         for term, values in cpu.pointwise_log_likelihood(theta).items():
-            out[f"pointwise {term}"] = _rel(gpu.pointwise_log_likelihood(theta)[term], values)
+            out[f"pointwise {term}"] = _rel(pointwise[term], values)
             rows = cpu.per_sample_gradient(theta, term)
             out[f"per-sample {term}"] = _rel(gpu.per_sample_gradient(theta, term), rows)
+        if pointwise:  # the last term's rows again, into a device array
             on_device = gpu.per_sample_gradient(theta, term, out=cuda.device_array(rows.shape))
-            out[f"per-sample {term} on device"] = _rel(on_device.copy_to_host(), rows)
+            out["per-sample on device"] = _rel(on_device.copy_to_host(), rows)
     return out
 
 
@@ -421,8 +462,8 @@ def float32_storage():
     then leaves the data as they were)."""
     m, theta = CASES["hierarchical"]()
     d32, d64 = m.compile(backend="cuda", dtype=np.float32), m.compile(backend="cuda")
-    facts = {"dtypes": [str(d32._fdata.dtype), str(d32._idata.dtype)],
-             "float64 dtypes": [str(d64._fdata.dtype), str(d64._idata.dtype)],
+    facts = {"dtypes": [str(d32._data.device.fdata.dtype), str(d32._data.device.idata.dtype)],
+             "float64 dtypes": [str(d64._data.device.fdata.dtype), str(d64._data.device.idata.dtype)],
              "differs from float64": _rel(d32.log_density(theta), d64.log_density(theta)),
              "host data rounded": bool(np.array_equal(d32.fdata, d32.fdata.astype(np.float32)))}
     lp, x = d32.log_density(theta), d32.data()["x"].copy()
@@ -432,8 +473,8 @@ def float32_storage():
     except ValueError as e:
         facts["set_data error"] = str(e)
     facts["unchanged after the error"] = _rel(d32.log_density(theta), lp)
-    d32.set_data(x=x[:10] * 0.0, c=np.arange(10.0), group=np.arange(10) % 5)  # new data, still float32
-    facts["dtypes after set_data"] = [str(d32._fdata.dtype), str(d32._idata.dtype)]
+    d32.set_data(x=x[:6] * 0.0, c=np.arange(6.0), group=np.arange(6) % 5)  # new data, still float32
+    facts["dtypes after set_data"] = [str(d32._data.device.fdata.dtype), str(d32._data.device.idata.dtype)]
     m2 = ld.Model()
     m2.observe("y", ld.Normal(m2.param("mu"), 1.0), np.array([0.0, -3e38, 5e38]))
     try:
@@ -445,14 +486,14 @@ def float32_storage():
 
 def chunked_batch(points=5, per_launch=2):
     """A batch of more points than one launch takes (``MAX_POINTS``, lowered to
-    ``per_launch``) against the CPU: the largest relative differences."""
+    ``per_launch``) against the Python twin: the largest relative differences."""
     from logdens import cuda_density
     m, theta = CASES["transforms"]()
     thetas = theta + 0.05 * np.random.default_rng(2).normal(size=(points, np.size(theta)))
-    gpu, cpu = m.compile(backend="cuda"), m.compile()
+    gpu, cpu = m.compile(backend="cuda"), m.compile(backend="python")
     lps, grads = cpu.log_density_gradient_batch(thetas)
     launches, launch = [], gpu._launch
-    gpu._launch = lambda thetas, *args: launches.append(thetas.shape[0]) or launch(thetas, *args)
+    gpu._launch = lambda data, thetas, *args: launches.append(thetas.shape[0]) or launch(data, thetas, *args)
     limit, cuda_density.MAX_POINTS = cuda_density.MAX_POINTS, per_launch
     try:
         got = gpu.log_density_gradient_batch(thetas)
@@ -495,22 +536,24 @@ def compile_ptx(name):
 
 
 def main(args):
-    """``python cuda_checks.py [--part I/N] [CHECK ...]``: the named checks, or
-    every ``N``-th of ``CHECKS`` from the ``I``-th (one of ``N`` processes
-    run side by side), the float32 facts and the chunked batch with the
-    first part. ``python cuda_checks.py --ptx [CASE ...]``: each case's
-    kernels compiled to PTX (``compile_ptx``; numba-cuda installed, no
-    simulator, no device needed)."""
+    """``python cuda_checks.py NAME ...``, in the simulator: for each ``NAME``, a
+    group of ``GROUPS`` or a check of ``CHECKS``, its checks against the
+    Python twin under ``"compare"``; ``float32_storage`` adds its facts under
+    ``"float32"``, ``chunked_batch`` its differences under ``"chunked"``. ``python
+    cuda_checks.py --ptx [CASE ...]``: each case's kernels compiled to PTX
+    (``compile_ptx``; numba-cuda installed, no simulator, no device needed)."""
     if args[:1] == ["--ptx"]:
         for name in args[1:] or CASES:
             print(name, "compiled to PTX:", ", ".join(compile_ptx(name)), flush=True)
         return
-    part, parts = 0, 1
-    if args[:1] == ["--part"]:
-        (part, parts), args = map(int, args[1].split("/")), args[2:]
-    result = {"compare": {check: compare(check) for check in args or CHECKS[part::parts]}}
-    if part == 0 and not args:
-        result.update(float32=float32_storage(), chunked=chunked_batch())
+    result = {"compare": {}}
+    for name in args:
+        if name == "float32_storage":
+            result["float32"] = float32_storage()
+        elif name == "chunked_batch":
+            result["chunked"] = chunked_batch()
+        else:
+            result["compare"].update({check: compare(check, "python") for check in GROUPS.get(name, [name])})
     print(json.dumps(result))
 
 

@@ -25,12 +25,7 @@ HERE = os.path.dirname(__file__)
 TOLERANCE = 1e-10
 
 
-@pytest.fixture(scope="module")
-def simulated():
-    """Both checks of ``chees_device_checks``, each in a simulator process."""
-    script = os.path.join(HERE, "chees_device_checks.py")
-    trajectories, runs = run_simulated([(script, "trajectories"), (script, "runs")])
-    return {**trajectories, **runs}
+SCRIPT = os.path.join(HERE, "chees_device_checks.py")
 
 
 def _agree(differences):
@@ -40,12 +35,14 @@ def _agree(differences):
     return all(differences[k] <= TOLERANCE for k in ("q", "p", "v", "grad", "lp", "h", "steps", "alive"))
 
 
-def test_simulated_steps_agree_with_the_batch_loop(simulated):
-    assert _agree(simulated["trajectories"]), simulated["trajectories"]
+def test_simulated_steps_agree_with_the_batch_loop():
+    differences = run_simulated(SCRIPT, "trajectories")["trajectories"]
+    assert _agree(differences), differences
 
 
-def test_simulated_run_gives_the_batch_loops_draws(simulated):
-    assert all(v <= TOLERANCE for v in simulated["runs"].values()), simulated["runs"]
+def test_simulated_run_gives_the_batch_loops_draws():
+    differences = run_simulated(SCRIPT, "runs")["runs"]
+    assert all(v <= TOLERANCE for v in differences.values()), differences
 
 
 def _real_device():

@@ -333,6 +333,20 @@ def test_logits_keywords_build_the_logit_families():
     assert "CategoricalLogit" in repr(m)
 
 
+@pytest.mark.parametrize("dist, params, message", [
+    (ld.TruncatedNormal, dict(loc=0.0, scale=1.0, lower=1.0, upper=0.0),
+     r"TruncatedNormal: upper=0.0, must be > lower \(or inf: no bound\); lower=1.0$"),
+    (ld.TruncatedNormal, dict(loc=0.0, scale=1.0, lower=np.array([0.0, 2.0]), upper=np.array([1.0, 1.5])),
+     r"TruncatedNormal: upper\[1\]=1.5, must be > lower \(or inf: no bound\); lower\[1\]=2.0$"),
+    (ld.Uniform, dict(lower=1.0, upper=np.array([2.0, 0.5])), r"Uniform: upper\[1\]=0.5, must be > lower; lower=1.0$"),
+])
+def test_a_bound_named_after_another_argument_is_shown_with_its_value(dist, params, message):
+    """An upper bound not above the lower one: the message said 'must be > lower
+    (inf: none)' without lower's value (a truncation's bounds drawn from priors)."""
+    with pytest.raises(InvalidArgumentError, match=message):
+        dist(**params)
+
+
 @pytest.mark.parametrize("lower, upper, transform", [(0.0, np.inf, "LowerBound"), (-np.inf, 1.0, "UpperBound"),
                                                      (-np.inf, np.inf, "Identity")])
 def test_truncated_normal_with_an_infinite_bound_in_a_model(lower, upper, transform):

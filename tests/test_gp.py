@@ -405,3 +405,28 @@ def test_ard_errors():
         ld.gp.matern32(X2, a, rho)
     with pytest.raises(ld.ModelError, match=r"gp.periodic\(.*takes a scalar length scale, got rho of shape \(3,\)"):
         ld.gp.periodic(X3, a, rho, 2.0)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: ld.gp.periodic(X1, 1.0, 0.5, 0.0), r"gp.periodic\(array\(12,\), ...\): its period=0.0, must be > 0"),
+    (lambda: ld.gp.exp_quad(X1, -1.0, 0.5), r"gp.exp_quad\(array\(12,\), ...\): its amplitude alpha=-1.0, must be > 0"),
+    (lambda: ld.gp.matern52(X1, 1.0, 0.0), r"its length scale rho=0.0, must be > 0"),
+    (lambda: ld.gp.matern32(X2, 1.0, np.array([0.5, -2.0])), r"its length scale rho\[1\]=-2.0, must be > 0"),
+])
+def test_a_constant_amplitude_length_scale_or_period_must_be_positive(build, message):
+    """As Stan's gp_*_cov require: a period of 0 gave -inf and a NaN gradient, a
+    negative constant amplitude or length scale a finite density."""
+    with pytest.raises(ld.ModelError, match=message + r" \(Stan's gp_\*_cov require it\); pass a positive number "
+                                                      "or a parameter with a positive prior"):
+        build()
+
+
+@pytest.mark.parametrize("x, message", [
+    (np.array([]), r"x is empty"),
+    (np.full(4, 2.5), r"every input is 2.5: the basis spans \[-L, L\], L = c max\|x - center\| = 0"),
+    (np.array([0.0, np.nan, 1.0]), r"x\[1\]=nan, must be finite"),
+])
+def test_hilbert_space_basis_of_inputs_without_a_range(x, message):
+    """An empty input gave numpy's reduction error, a constant one NaN basis functions."""
+    with pytest.raises(ld.ModelError, match="hsgp_basis: " + message):
+        ld.gp.hsgp_basis(x, 5)

@@ -117,6 +117,33 @@ def test_hmm_marginal_in_numpy_and_its_errors():
         ld.hmm_marginal(log_emissions, np.eye(3) / 3, initial)
 
 
+
+STOCHASTIC = np.array([[0.9, 0.1], [0.3, 0.7]])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (lambda m: (STOCHASTIC, np.array([0.5, 0.6])),
+     r"hmm_marginal: initial=\[0.5 0.6\] sums to 1.1; a probability vector must sum to 1 \(within 1e-08, Stan's "
+     r"tolerance\)"),
+    (lambda m: (STOCHASTIC, np.array([-0.2, 1.2])),
+     r"hmm_marginal: initial\[0\]=-0.2, must be in \[0, 1\] \(a probability\)"),
+    (lambda m: (np.array([[0.9, 0.1], [0.3, 0.5]]), np.array([0.4, 0.6])),
+     r"hmm_marginal: transitions\[1\]=\[0.3 0.5\] sums to 0.8;"),
+    (lambda m: (m.param("Gamma", shape=(2, 2)), np.array([0.4, 0.6])),
+     r"hmm_marginal: transitions is parameter 'Gamma' with constraint ld.real; each of its rows must be a simplex "
+     r"\(Stan's Gamma\): use ld.softmax\(Z\) of a \(K, K\) parameter Z, or ld.stack of K simplex parameters"),
+    (lambda m: (STOCHASTIC, m.param("rho", shape=2)),
+     r"hmm_marginal: initial is parameter 'rho' with constraint ld.real; it must be a simplex \(Stan's rho\): "
+     r"give it constraint=ld.simplex or a Dirichlet prior"),
+])
+def test_hmm_marginal_needs_probability_vectors(arguments, message):
+    """Stan's hmm_marginal requires rho and Gamma's rows to be simplexes: with
+    initial summing to 1.1 the marginal was off by log(1.1), with rows summing
+    to 0.8 by T log(0.8), silently."""
+    transitions, initial = arguments(ld.Model())
+    with pytest.raises(ld.ModelError, match=message):
+        ld.hmm_marginal(RNG.normal(size=(2, 5)), transitions, initial)
+
 def test_kalman_filter_as_a_scan_is_the_exact_gaussian_likelihood():
     """A local-level model, x_t = x_{t-1} + N(0, q), y_t = x_t + N(0, r), x_0 ~ N(0, p0):
     the filter's carry is ld.stack([mean, variance]), its output each step's predictive
