@@ -341,9 +341,10 @@ class LogDensity:
         return dict(self.model.dims)
 
     def observed_data(self):
-        """The observed arrays by term name (for ArviZ's ``observed_data``)."""
+        """The observed values by term name (for ArviZ's ``observed_data``): an
+        observed expression of data (``y[1:]``) evaluated on the current data."""
         arrays = self._data.arrays
-        return {t.name: arrays[self.layout.data_name(t.mixture.x if t.mixture else t.value)]
+        return {t.name: np.asarray(evaluate(t.mixture.x if t.mixture else t.value, arrays))
                 for t in self.model.terms if t.kind == "observe" or (t.kind == "likelihood" and t.mixture)}
 
     # ----- log density and gradient -------------------------------------

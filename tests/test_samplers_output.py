@@ -94,9 +94,6 @@ def test_log_likelihood_can_be_left_out():
     assert Counting.calls == 0
 
 
-@pytest.mark.xfail(strict=True, reason="LogDensity.observed_data (logdens/density.py, not this "
-                   "module's) looks the observed slice y[1:] up as a data array by id: it must "
-                   "evaluate the observed expression on the current data")
 def test_observed_data_of_an_observed_slice_is_its_current_value():
     """Issue 36 item 13: the README's AR(1), observed ``y[1:]`` of ``m.data("y")``,
     lost observed_data ("the output lacks observed_data (KeyError: 1396...)")."""
