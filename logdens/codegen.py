@@ -552,7 +552,7 @@ class Lowering:
         return lines
 
     def _term(self, term, keep, mode):
-        term = _rows_added(term)
+        term = rules.rows_added(term, per_observation=self.per_row or mode == "pointwise")
         chunked = self.gradient and self.chunks and splits_rows(term)
         if chunked:  # each chunk adds into its own ``lps[c]`` and, unless disjoint, its own row of ``bufs``
             self.target, self.lp, self.private = self.chunk_target, "lp_c", []
@@ -824,17 +824,6 @@ def plate_source(node):
     at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
               if access in rules.SAME_PLATE and c.shape != ()]
     return plate_source(at_row[0]) if at_row else node
-
-
-def _rows_added(term):
-    """A potential ``sum(x)`` as the loop over ``x``'s rows, each adding its element
-    to lp: one pass, where the sum as a value took a forward pass and a
-    reverse one (``sum(Normal(mu, s).logpdf(y))``, 1e5 rows: the gradient
-    2.5x the value)."""
-    value = term.value
-    while term.dist is None and rules.rule(value).adds_rows:
-        value = value.children[0]
-    return term if value is term.value else term._replace(value=value, args=(value,))
 
 
 def splits_rows(term):

@@ -189,12 +189,13 @@ class ShapedTerm:
         self.rowed_data = None  # a data node whose rows are the term's rows
         if term.dist is None:
             value = _sum_outermost(term.value)
+            self.rows_summed = rules.rule(value).adds_rows  # a scalar potential, summed over rows
             while rules.rule(value).adds_rows:  # a potential sum(x): the rows' sum, in their loop
                 value = value.children[0]
             self.root = value
         else:
             checked = term.dist.spec.takes_x_valid and validate.value_checked(term)
-            self.root = _Kernel(term, keep, checked)
+            self.root, self.rows_summed = _Kernel(term, keep, checked), False
         self.data_views = set()  # value buffers that are views of a block of data rows
         self.event_data = set(rules.whole_data(term))  # data read whole, not as rows
         self.walk = sizes.SizeWalk(self.where, self._data_shape, self._param_shape)  # ``logdens.sizes``
@@ -1471,6 +1472,13 @@ class ShapedTerm:
         if not self.rowed:  # no rows of data: one row, and every value is whole
             lines = self._whole_term(forward_whole, whole)
             return head + (["if row0 == 0:  # no rows: one thread"] + indent(lines) if self.thread else lines)
+        if self.term.kind == "likelihood" and self.rows_summed and (self.per_row or self.mode == "pointwise"):
+            # a scalar likelihood is one observation (Model.potential); its sum's rows
+            # written one per row overran that output of one: refused when called
+            message = (f"likelihood {self.term.name!r}: a sum over rows of data in a term with shape has no "
+                       "per-observation output yet; write the likelihood without ld.sum (a vector, one "
+                       "log-likelihood per row)")
+            return head + [f"raise ValueError({message!r})"]
         n_rows = f"n_{self.layout.data_ident(self.rowed_data)}"
         if self.thread:  # this thread's rows, one at a time
             loop, block = [f"for b0 in range(row0, {n_rows}, rows_step):"], ["b1 = b0 + 1", "nb = 1"]

@@ -830,3 +830,20 @@ def test_set_data_in_one_thread_while_others_read_the_data():
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, (run.returncode, run.stdout[-2000:], run.stderr[-3000:])
     assert run.stdout.startswith("0 True "), run.stdout  # no mix, and both sides ran
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_likelihood_potential_of_a_sum_is_one_observation(backend):
+    """``potential(sum(Normal(mu, 1).logpdf(y)), observed=True)`` is one observation
+    (``Model.potential``): its pointwise value and per-sample row are the sum's.
+    The lowering added ``y``'s rows in their own loop there too, writing 50 rows
+    into an output of one (the Python twin: IndexError)."""
+    y = np.random.default_rng(0).normal(size=50)
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 1))
+    m.potential("lik", ld.sum(ld.Normal(mu, 1).logpdf(y)), observed=True)
+    density = m.compile(backend=backend)
+    theta = np.array([0.3])
+    np.testing.assert_allclose(density.pointwise_log_likelihood(theta)["lik"],
+                               [np.sum(-0.5 * (y - 0.3) ** 2 - 0.5 * np.log(2 * np.pi))], rtol=1e-13)
+    np.testing.assert_allclose(density.per_sample_gradient(theta, "lik"), [[np.sum(y - 0.3)]], rtol=1e-12)

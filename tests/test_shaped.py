@@ -478,3 +478,25 @@ def test_a_potential_adds_sums_over_rows_to_other_values(write):
         W_value = theta.reshape(3, 4)
         assert density.log_density(theta) == pytest.approx(
             -np.mean((X[:7] @ W_value - T[:7]) ** 2) - W_value.mean() ** 2, rel=1e-12)
+
+
+def test_a_scalar_likelihood_summed_over_rows_refuses_per_observation_outputs():
+    """A likelihood potential ``sum(...)`` over rows of data in a term with shape is
+    one observation; its rows were written one per row into an output of one
+    (past its end). Its per-observation outputs are refused when called, and its
+    log density and gradient are right."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(20, 3)), rng.normal(size=(20, 2))
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(3, 2))
+    m.potential("lik", ld.sum(ld.Normal(m.data("X", X) @ W, 1).logpdf(Y)), observed=True)
+    density = m.compile(backend="python")
+    theta = np.full(6, 0.1)
+    resid = Y - X @ theta.reshape(3, 2)
+    lp, grad = density.log_density_gradient(theta)
+    np.testing.assert_allclose(lp, np.sum(-0.5 * resid ** 2 - 0.5 * np.log(2 * np.pi)) - 0.5 * np.sum(theta ** 2),
+                               rtol=1e-12)
+    np.testing.assert_allclose(grad, (X.T @ resid).ravel() - theta, rtol=1e-12)
+    for call in (lambda: density.pointwise_log_likelihood(theta), lambda: density.per_sample_gradient(theta, "lik")):
+        with pytest.raises(ValueError, match="likelihood 'lik': a sum over rows of data in a term with shape"):
+            call()
