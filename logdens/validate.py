@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from logdens import expr as ex
-from logdens import rules, sizes
+from logdens import missing, rules, sizes
 from logdens.distributions.constraints import contains, describe
 from logdens.distributions.frozen import _first_violation
 from logdens.evaluate import evaluate
@@ -29,8 +29,15 @@ def check_arrays(layout, model, arrays):
             raise ModelError(f"data {name!r}: used as an index, must have an integer dtype, got {array.dtype}")
         if np.issubdtype(array.dtype, np.floating):
             bad = ~np.isfinite(array)
+            imputed = model.imputed.get(name)
+            if imputed is not None:  # NaN where, and only where, the model imputes
+                missing.check(name, array, imputed)
+                bad &= ~imputed.mask
             if np.any(bad):
-                raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite")
+                raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite; "
+                                 "a missing value in data a model reads (a predictor) must be modelled: "
+                                 f"observe it, m.observe({name!r}, dist, array) with NaN or a masked "
+                                 "array, and its missing entries are imputed (docs/missing-data.md)")
 
 
 def length(node, arrays, layout, where, memo=None):
@@ -72,6 +79,8 @@ def check_terms(model, layout, arrays, fixed_whole=False):
     arrays), data read whole keep their shapes."""
     for name, expr in model.deterministics.items():
         length(expr, arrays, layout, f"deterministic {name!r}")
+    for name, imputed in model.imputed.items():  # split by rows (logdens.missing): they still agree
+        rules.agree([(a, length(a, arrays, layout, f"term {name!r}")) for a in imputed.rows], f"term {name!r}")
     for term in model.terms:
         where = f"term {term.name!r}"
         if fixed_whole:
