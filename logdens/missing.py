@@ -9,9 +9,8 @@ already has:
   (a regression's mean at the observed rows). Only these rows are in
   ``pointwise_log_likelihood``, the ``log_likelihood`` group and
   ``observed_data``.
-- ``y_unobserved``: a parameter, one element per missing entry (one row per
-  missing row of a multivariate term), whose prior is the term's
-  distribution with its arguments gathered at the missing rows.
+- ``y_unobserved``: a parameter, one element per missing entry, whose prior
+  is the term's distribution with its arguments gathered at the missing rows.
 - ``y``: a deterministic, the data with the imputed values in place (in the
   observed term's dims), as PyMC's.
 
@@ -20,9 +19,11 @@ The index arrays are fixed when the model is built, so the data array ``y``
 were present: a NaN appearing or disappearing is a ``ModelError`` that says
 to compile the model again with the new data.
 
-Discrete distributions cannot be imputed (HMC needs a continuous parameter),
-nor multivariate rows with some entries missing and others present (PyMC
-imputes those entries inside the row; here they are refused).
+Refused with a ``ModelError`` that says what to do instead: discrete
+distributions (HMC needs a continuous parameter), multivariate values (PyMC
+imputes whole rows, and entries inside a row by a joint density; here the
+engine cannot gather rows of a data matrix, so they are refused until the
+compiler rewrite can), values with more than one axis, and ``ld.Mixture``.
 """
 
 import copy
@@ -79,93 +80,81 @@ def impute(model, name, dist, value, mask, dims, term_of):
     arguments as expressions), for the checks of the whole term.
     """
     what = f"observe {name!r}"
-    rows, event = _missing_rows(what, dist, value, mask)
-    k, n = int(rows.sum()), len(rows)
-    if k == n:
-        raise ModelError(f"{what}: all {n} values are missing; nothing is observed: declare it "
-                         f"with m.param({name!r}, ...) instead")
+    _check_imputable(what, dist, value, mask)
+    k, n = int(mask.sum()), len(mask)
     array = with_nan(value, mask)
     y = model._add_data(name, array, dims, what, "observed term")
     whole = term_of(dist, y)
-    present, missing = (as_expr(np.flatnonzero(r).astype(np.int64)) for r in (~rows, rows))
     kernel_plate(dist.spec, whole.args, lambda: f"{what}: {dist.spec.name} arguments")
-    observed, gathered = _at_rows(what, dist, len(event), n, present)
-    unobserved, _ = _at_rows(what, dist, len(event), n, missing)
+    present, missing = (as_expr(np.flatnonzero(r).astype(np.int64)) for r in (~mask, mask))
+    observed, gathered = _at_rows(what, dist, n, present)
     model.observe(f"{name}_observed", observed, y[present])
-    param = model.param(f"{name}_unobserved", unobserved, shape=(k,) + event,
-                        dims=_unobserved_dims(model, dims, rows))
+    param = model.param(f"{name}_unobserved", _at_rows(what, dist, n, missing)[0], shape=(k,),
+                        dims=_unobserved_dims(model, dims, mask))
     model.imputed[name] = Imputed(mask, whole, (y, *gathered))
     # The data with the imputed values in place: a gather by each row's position
     # among the missing ones (0 at present rows, where `where` picks the data).
-    position = as_expr((np.cumsum(rows) - 1).clip(0).astype(np.int64))
-    missing_at = as_expr(np.broadcast_to(rows.reshape((n,) + (1,) * len(event)), array.shape).astype(float))
-    model.deterministics[name] = FUNCTIONS["where"](missing_at, param[position], y)
-    warnings.warn(f"{what}: {int(mask.sum())} of {mask.size} values are missing and imputed: they are the "
-                  f"parameter {name}_unobserved (shape {(k,) + event}); the present ones are the observed "
-                  f"term {name}_observed, and {name!r} in the posterior is the data with the imputed values "
-                  "(docs/missing-data.md)", ModelWarning, stacklevel=3)
+    position = as_expr((np.cumsum(mask) - 1).clip(0).astype(np.int64))
+    model.deterministics[name] = FUNCTIONS["where"](as_expr(mask.astype(float)), param[position], y)
+    warnings.warn(f"{what}: {k} of {n} values are missing and imputed: they are the parameter "
+                  f"{name}_unobserved (shape ({k},)); the present ones are the observed term {name}_observed, "
+                  f"and {name!r} in the posterior is the data with the imputed values (docs/missing-data.md)",
+                  ModelWarning, stacklevel=3)
 
 
-def _missing_rows(what, dist, value, mask):
-    """``(missing rows, event shape)``: per row of ``value``, whether it is missing
-    (every entry of a multivariate row, one entry of a univariate vector)."""
+def _check_imputable(what, dist, value, mask):
+    """A ``ModelError`` unless the missing entries of ``value`` can be imputed: a
+    vector of observations of a continuous univariate distribution, some present."""
     if not hasattr(dist, "spec"):
         raise ModelError(f"{what}: missing values of an ld.Mixture cannot be imputed; drop those rows "
                          "or write the mixture's components as a model of their own")
-    spec = dist.spec
+    spec, at = dist.spec, _index(mask)
     if spec.support.integer:
         raise ModelError(f"{what}: {spec.name} is discrete, and HMC cannot sample a missing count or "
-                         f"category (index {_index(mask)}); drop the missing rows, or marginalize them "
-                         "out by hand")
-    event = tuple(np.shape(value)[np.ndim(value) - len(spec.events[0]):]) if spec.multivariate else ()
-    batch = np.shape(value)[:np.ndim(value) - len(event)]
-    if len(batch) != 1:
-        raise ModelError(f"{what}: missing values can be imputed in a vector of observations (or rows "
-                         f"of {spec.name} events), got values of shape {np.shape(value)} with "
-                         f"{len(batch)} batch axes; reshape the data to one axis of observations")
-    per_row = mask.reshape(len(mask), -1)
-    partial = per_row.any(axis=1) & ~per_row.all(axis=1)
-    if partial.any():
-        i = int(np.argmax(partial))
-        raise ModelError(f"{what}: row {i} of the {spec.name} values has {int(per_row[i].sum())} of "
-                         f"{per_row.shape[1]} entries missing; only whole rows can be imputed: drop the "
-                         "row, or mark all of its entries missing")
-    return per_row[:, 0], event
+                         f"category (index {at}); drop the missing rows, or marginalize them out by hand")
+    if spec.multivariate:
+        raise ModelError(f"{what}: {spec.name} values have missing entries (index {at}); multivariate "
+                         "values cannot be imputed: drop the rows with missing entries (draw them with "
+                         "sample_posterior_predictive after set_data), or write the row's components "
+                         "as univariate terms")
+    if np.ndim(value) != 1:
+        raise ModelError(f"{what}: missing values can be imputed in a vector of observations, got shape "
+                         f"{np.shape(value)}; observe the flattened values (with the arguments flattened too)")
+    if mask.all():
+        raise ModelError(f"{what}: all {mask.size} values are missing; nothing is observed: declare it "
+                         "with m.param(name, dist, shape=n) instead")
 
 
-def _at_rows(what, dist, event_rank, n, index):
+def _at_rows(what, dist, n, index):
     """``(dist with each argument that has the term's rows gathered at ``index``
-    (an integer data array), the expressions gathered)``; scalars and
-    event-only arguments as they are."""
+    (an integer data array), the expressions gathered)``; scalars as they are."""
     part, gathered = copy.copy(dist), []
     part.params = {}
     for key, given in dist.params.items():
-        rank = np.ndim(given) - (len(dist.spec.events[dist.spec.arg_names.index(key)]) if event_rank else 0)
-        if rank <= 0:  # one value for every row (a multivariate scalar is stretched over the event)
+        if np.ndim(given) == 0:
             part.params[key] = given
-        elif rank == 1 and np.shape(given)[0] == n and np.ndim(given) <= 2:
-            if isinstance(given, np.ndarray):
-                part.params[key] = given[index.value]
-            else:
-                gathered.append(as_expr(given))
-                part.params[key] = gathered[-1][index]
-        else:
+        elif np.shape(given) != (n,):
             raise ModelError(f"{what}: argument {key} has shape {np.shape(given)}; with missing values "
                              f"each argument must be one value per observation ({n}) or one for all")
+        elif isinstance(given, np.ndarray):
+            part.params[key] = given[index.value]
+        else:
+            gathered.append(as_expr(given))
+            part.params[key] = gathered[-1][index]
     return part, gathered
 
 
 def _unobserved_dims(model, dims, rows):
     """Dims of ``<name>_unobserved``: none where the term has none (ArviZ's default
-    ``<name>_unobserved_dim_0``, as PyMC's); else ``<dim>_unobserved`` for the
-    rows, its coords those of the missing rows (their indices when the dim has
-    no coords), and the event's dims as they are."""
+    ``<name>_unobserved_dim_0``, as PyMC's); else ``<dim>_unobserved``, its
+    coords those of the missing rows (their indices when the dim has none):
+    PyMC gives no dims, so which row each value imputes is lost there."""
     if dims is None:
         return None
     dim = f"{dims[0]}_unobserved"
     labels = model.coords.get(dims[0])
     model.add_coord(dim, np.flatnonzero(rows) if labels is None else labels[rows])
-    return (dim,) + tuple(dims[1:])
+    return (dim,)
 
 
 def check(name, array, imputed, where="set_data"):
