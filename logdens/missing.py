@@ -14,6 +14,10 @@ already has:
 - ``y``: a deterministic, the data with the imputed values in place (in the
   observed term's dims), as PyMC's.
 
+Where the term has dims, the parts get the dims ``<dim>_observed`` and
+``<dim>_unobserved`` with the coords of their rows (PyMC leaves them
+unnamed, ``y_unobserved_dim_0``, and which row a value belongs to is lost).
+
 The index arrays are fixed when the model is built, so the data array ``y``
 (which keeps its NaNs) may get new values by ``set_data`` only where they
 were present: a NaN appearing or disappearing is a ``ModelError`` that says
@@ -34,23 +38,31 @@ import numpy as np
 
 from logdens.distributions.constraints import contains, describe
 from logdens.distributions.frozen import _first_violation
-from logdens.expr import FUNCTIONS, Expr, ModelError, ModelWarning, as_expr, kernel_plate
+from logdens.expr import FUNCTIONS, Data, Expr, ModelError, ModelWarning, as_expr
 
 
 class Imputed(NamedTuple):
     """What ``observe`` recorded for an observed data array with missing entries."""
 
     mask: np.ndarray  #: True at the missing entries, the array's shape
-    term: object  #: the whole term before the split (``model.Term``): its name and support
+    dist: object  #: the observed term's distribution, whose support the present values are in
     #: The data and the arguments that have the term's rows, gathered by the
     #: parts: their lengths must agree (``validate.check_terms``), as the
     #: whole term's would.
     rows: tuple
 
 
-def missing_mask(value):
+def missing_mask(value, what):
     """The mask of missing entries of an observed array (NaN, or masked in a numpy
-    masked array), or None when nothing is missing or ``value`` is an expression."""
+    masked array), or None when nothing is missing or ``value`` is an expression.
+    Named data with NaN is refused here, by ``what``: other terms may read it
+    (as PyMC refuses ``pm.Data`` with NaN)."""
+    if isinstance(value, Data) and value.name is not None and np.issubdtype(value.value.dtype, np.floating):
+        nan = np.isnan(value.value)
+        if nan.any():
+            raise ModelError(f"{what}: data {_first_violation(value.name, value.value, ~nan)}: missing values "
+                             f"are imputed only in an array given to observe itself, m.observe(name, dist, "
+                             f"array), not in data made with m.data(...), which other terms may read")
     if isinstance(value, Expr):
         return None
     if isinstance(value, np.ma.MaskedArray):
@@ -72,26 +84,19 @@ def with_nan(value, mask):
     return array
 
 
-def impute(model, name, dist, value, mask, dims, term_of):
+def impute(model, name, dist, value, mask, dims):
     """Add observed term ``name`` of ``dist`` at ``value``, whose entries at ``mask``
-    are missing, to ``model`` as the three parts of the module docstring.
-
-    ``term_of(dist, value)`` is ``model.make_term``'s observed term (its
-    arguments as expressions), for the checks of the whole term.
-    """
+    are missing, to ``model`` as the three parts of the module docstring."""
     what = f"observe {name!r}"
     _check_imputable(what, dist, value, mask)
     k, n = int(mask.sum()), len(mask)
-    array = with_nan(value, mask)
-    y = model._add_data(name, array, dims, what, "observed term")
-    whole = term_of(dist, y)
-    kernel_plate(dist.spec, whole.args, lambda: f"{what}: {dist.spec.name} arguments")
+    y = model._add_data(name, with_nan(value, mask), dims, what, "observed term")
     present, missing = (as_expr(np.flatnonzero(r).astype(np.int64)) for r in (~mask, mask))
-    observed, gathered = _at_rows(what, dist, n, present)
-    model.observe(f"{name}_observed", observed, y[present])
-    param = model.param(f"{name}_unobserved", _at_rows(what, dist, n, missing)[0], shape=(k,),
-                        dims=_unobserved_dims(model, dims, mask))
-    model.imputed[name] = Imputed(mask, whole, (y, *gathered))
+    observed, gathered = _at_rows(dist, present)
+    model.observe(f"{name}_observed", observed, y[present], dims=_part_dims(model, dims, ~mask, "observed"))
+    param = model.param(f"{name}_unobserved", _at_rows(dist, missing)[0], shape=(k,),
+                        dims=_part_dims(model, dims, mask, "unobserved"))
+    model.imputed[name] = Imputed(mask, dist, (y, *gathered))
     # The data with the imputed values in place: a gather by each row's position
     # among the missing ones (0 at present rows, where `where` picks the data).
     position = as_expr((np.cumsum(mask) - 1).clip(0).astype(np.int64))
@@ -123,9 +128,13 @@ def _check_imputable(what, dist, value, mask):
     if mask.all():
         raise ModelError(f"{what}: all {mask.size} values are missing; nothing is observed: declare it "
                          "with m.param(name, dist, shape=n) instead")
+    for key, given in dist.params.items():
+        if np.ndim(given) != 0 and np.shape(given) != mask.shape:
+            raise ModelError(f"{what}: argument {key} has shape {np.shape(given)}; with missing values each "
+                             f"argument must be one value per observation ({mask.size}) or one for all")
 
 
-def _at_rows(what, dist, n, index):
+def _at_rows(dist, index):
     """``(dist with each argument that has the term's rows gathered at ``index``
     (an integer data array), the expressions gathered)``; scalars as they are."""
     part, gathered = copy.copy(dist), []
@@ -133,9 +142,6 @@ def _at_rows(what, dist, n, index):
     for key, given in dist.params.items():
         if np.ndim(given) == 0:
             part.params[key] = given
-        elif np.shape(given) != (n,):
-            raise ModelError(f"{what}: argument {key} has shape {np.shape(given)}; with missing values "
-                             f"each argument must be one value per observation ({n}) or one for all")
         elif isinstance(given, np.ndarray):
             part.params[key] = given[index.value]
         else:
@@ -144,40 +150,41 @@ def _at_rows(what, dist, n, index):
     return part, gathered
 
 
-def _unobserved_dims(model, dims, rows):
-    """Dims of ``<name>_unobserved``: none where the term has none (ArviZ's default
-    ``<name>_unobserved_dim_0``, as PyMC's); else ``<dim>_unobserved``, its
-    coords those of the missing rows (their indices when the dim has none):
-    PyMC gives no dims, so which row each value imputes is lost there."""
+def _part_dims(model, dims, rows, part):
+    """Dims of ``<name>_<part>`` (``observed`` or ``unobserved``), the ``rows`` of
+    the term: none where the term has none (ArviZ's default
+    ``<name>_<part>_dim_0``, as PyMC's); else ``<dim>_<part>``, its coords those
+    of its rows (their indices when the dim has none). PyMC gives the parts no
+    dims, so which row each value belongs to is lost there."""
     if dims is None:
         return None
-    dim = f"{dims[0]}_unobserved"
+    dim = f"{dims[0]}_{part}"
     labels = model.coords.get(dims[0])
     model.add_coord(dim, np.flatnonzero(rows) if labels is None else labels[rows])
     return (dim,)
 
 
-def check(name, array, imputed, where="set_data"):
+def check(name, array, imputed):
     """A ``ModelError`` unless ``array``, new data for the observed array ``name``,
     is missing exactly where it was when the model was built, and its present
     values lie in the term's support (where that is fixed)."""
     mask = imputed.mask
     fix = "; the missing entries are fixed when the model is built: call compile() again with the new data"
     if array.shape != mask.shape:
-        raise ModelError(f"{where}: data {name!r} has missing values and shape {mask.shape}; got shape "
+        raise ModelError(f"data {name!r} has missing values and shape {mask.shape}; got shape "
                          f"{array.shape}{fix}")
     changed = np.isnan(array) != mask
     if changed.any():
         i = tuple(int(j) for j in np.unravel_index(int(np.argmax(changed)), mask.shape))
         was = "missing" if mask[i] else "present"
-        raise ModelError(f"{where}: data {name}{list(i)}={float(array[i])!r} but it was {was} when the model "
+        raise ModelError(f"data {name}{list(i)}={float(array[i])!r} but it was {was} when the model "
                          f"was built{fix}")
-    support = imputed.term.dist.spec.support
-    if not any(isinstance(b, str) for b in (support.lower, support.upper)):
-        ok = contains(support, array) | mask
+    spec = imputed.dist.spec
+    if not any(isinstance(b, str) for b in (spec.support.lower, spec.support.upper)):
+        ok = contains(spec.support, array) | mask
         if not np.all(ok):
-            raise ModelError(f"{where}: term {imputed.term.name!r}: {imputed.term.dist.spec.name} value "
-                             f"{_first_violation(name, array, ok)}, {describe(support)}")
+            raise ModelError(f"term {name!r}: {spec.name} value {_first_violation(name, array, ok)}, "
+                             f"{describe(spec.support)}")
 
 
 def _index(mask):

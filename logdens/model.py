@@ -234,10 +234,9 @@ class Model:
         dims = dimensions.as_dims(dims, what)
         if not isinstance(dist, Mixture) and dist.spec.multivariate:
             _check_fixed_event(dist, tuple(np.shape(value)) if not isinstance(value, Expr) else value.shape, what)
-        mask = missing.missing_mask(value)
+        mask = missing.missing_mask(value, what)
         if mask is not None:
-            return missing.impute(self, name, dist, value, mask, dims,
-                                  lambda d, v: make_term(name, "observe", d, v))
+            return missing.impute(self, name, dist, value, mask, dims)
         if isinstance(value, Expr):
             check_name(name, "observed term")
             if value.depends_on_params():

@@ -114,8 +114,11 @@ def test_regression_imputes_along_the_line():
     with pytest.warns(ld.ModelWarning, match="3 of 20"):
         m.observe("y", ld.Normal(a + b * m.data("x", x, dims="row"), s), y, dims="row")
     density = m.compile()
-    post = ld.nuts(density, draws=1000, tune=500, chains=2, seed=2, progress=False).posterior
+    idata = ld.nuts(density, draws=1000, tune=500, chains=2, seed=2, progress=False)
+    post = idata.posterior
     assert list(post["y_unobserved"].coords["row_unobserved"].values) == ["r0", "r7", "r19"]
+    observed_rows = idata.log_likelihood["y_observed"].coords["row_observed"].values
+    assert len(observed_rows) == 17 and observed_rows[[0, 6, 16]].tolist() == ["r1", "r8", "r18"]
     assert post["y"].dims == ("chain", "draw", "row")
     line = post["a"].values[..., None] + post["b"].values[..., None] * x[gone]
     residual = post["y_unobserved"].values - line
@@ -140,6 +143,19 @@ def test_set_data_may_not_change_which_entries_are_missing(conjugate):
             numpy_density(0.4, theta[1:], Y - 1.0), rel=1e-12)
     finally:
         conjugate.set_data(y=Y)
+
+
+def test_present_values_stay_in_the_support():
+    m = ld.Model()
+    s = m.param("s", ld.HalfNormal(1))
+    with pytest.warns(ld.ModelWarning):
+        m.observe("y", ld.HalfNormal(s), np.array([0.5, np.nan, 1.0]))
+    density = m.compile()
+    with pytest.raises(ld.ModelError, match=r"term 'y': HalfNormal value y\[2\]=-1.0, must be >= 0"):
+        density.set_data(y=np.array([0.5, np.nan, -1.0]))
+    assert density.param_names() == ["s", "y_unobserved[0]"]
+    assert density.constrain(density.unconstrain({"s": 1.0, "y_unobserved": np.array([0.3])}))["y_unobserved"] \
+        == pytest.approx([0.3])  # positive, as its prior: a log transform
 
 
 def test_rows_of_a_predictor_must_still_agree():
@@ -167,6 +183,9 @@ def test_missing_predictor_says_to_model_it():
 def test_what_cannot_be_imputed_is_refused():
     m = ld.Model()
     rate = m.param("rate", ld.Gamma(2, 1))
+    with pytest.raises(ld.ModelError, match=r"observe 'y': data y\[2\]=nan: missing values are imputed only in "
+                                            r"an array given to observe itself"):
+        m.observe("y", ld.Normal(rate, 1.0), m.data("y", Y))
     with pytest.raises(ld.ModelError, match=r"observe 'c': Poisson is discrete.*\(index \[1\]\)"):
         m.observe("c", ld.Poisson(rate), np.ma.masked_array([1, 2, 3], mask=[False, True, False]))
     with pytest.raises(ld.ModelError, match="all 2 values are missing"):
@@ -174,7 +193,7 @@ def test_what_cannot_be_imputed_is_refused():
     mixture = ld.Mixture([0.5, 0.5], [ld.Normal(0, 1), ld.Normal(rate, 1)])
     with pytest.raises(ld.ModelError, match="Mixture cannot be imputed"):
         m.observe("w", mixture, np.array([0.0, np.nan]))
-    assert not m.imputed and [t.name for t in m.terms] == ["rate"]
+    assert not m.imputed and [t.name for t in m.terms] == ["rate"] and list(m.data_nodes) == ["y"]
 
 
 def test_multivariate_values_are_refused():
