@@ -38,7 +38,7 @@ import numpy as np
 
 from logdens.distributions.constraints import contains, describe
 from logdens.distributions.frozen import _first_violation
-from logdens.expr import FUNCTIONS, Data, Expr, ModelError, ModelWarning, as_expr
+from logdens.expr import FUNCTIONS, Data, Expr, ModelError, ModelWarning, as_expr, nodes
 
 
 class Imputed(NamedTuple):
@@ -50,6 +50,9 @@ class Imputed(NamedTuple):
     #: parts: their lengths must agree (``validate.check_terms``), as the
     #: whole term's would.
     rows: tuple
+    #: The nodes that may read the data with its NaNs: the observed part's
+    #: value (present rows) and the deterministic (``where``).
+    reads: tuple
 
 
 def missing_mask(value, what):
@@ -86,25 +89,30 @@ def with_nan(value, mask):
 
 def impute(model, name, dist, value, mask, dims):
     """Add observed term ``name`` of ``dist`` at ``value``, whose entries at ``mask``
-    are missing, to ``model`` as the three parts of the module docstring."""
+    are missing, to ``model`` as the three parts of the module docstring;
+    return the deterministic ``name``, which other terms may read (an imputed
+    predictor), as PyMC's ``observed=`` returns it."""
     what = f"observe {name!r}"
     _check_imputable(what, dist, value, mask)
     k, n = int(mask.sum()), len(mask)
     y = model._add_data(name, with_nan(value, mask), dims, what, "observed term")
     present, missing = (as_expr(np.flatnonzero(r).astype(np.int64)) for r in (~mask, mask))
     observed, gathered = _at_rows(dist, present)
-    model.observe(f"{name}_observed", observed, y[present], dims=_part_dims(model, dims, ~mask, "observed"))
+    at_present = y[present]
+    model.observe(f"{name}_observed", observed, at_present, dims=_part_dims(model, dims, ~mask, "observed"))
     param = model.param(f"{name}_unobserved", _at_rows(dist, missing)[0], shape=(k,),
                         dims=_part_dims(model, dims, mask, "unobserved"))
-    model.imputed[name] = Imputed(mask, dist, (y, *gathered))
     # The data with the imputed values in place: a gather by each row's position
     # among the missing ones (0 at present rows, where `where` picks the data).
     position = as_expr((np.cumsum(mask) - 1).clip(0).astype(np.int64))
-    model.deterministics[name] = FUNCTIONS["where"](as_expr(mask.astype(float)), param[position], y)
+    joined = FUNCTIONS["where"](as_expr(mask.astype(float)), param[position], y)
+    model.deterministics[name] = joined
+    model.imputed[name] = Imputed(mask, dist, (y, *gathered), (at_present, joined))
     warnings.warn(f"{what}: {k} of {n} values are missing and imputed: they are the parameter "
                   f"{name}_unobserved (shape ({k},)); the present ones are the observed term {name}_observed, "
                   f"and {name!r} in the posterior is the data with the imputed values (docs/missing-data.md)",
                   ModelWarning, stacklevel=3)
+    return joined
 
 
 def _check_imputable(what, dist, value, mask):
@@ -164,10 +172,13 @@ def _part_dims(model, dims, rows, part):
     return (dim,)
 
 
-def check(name, array, imputed):
+def check(model, name, array):
     """A ``ModelError`` unless ``array``, new data for the observed array ``name``,
-    is missing exactly where it was when the model was built, and its present
-    values lie in the term's support (where that is fixed)."""
+    is missing exactly where it was when the model was built, its present
+    values lie in the term's support (where that is fixed), and nothing reads
+    its NaNs but the nodes ``impute`` made for it."""
+    imputed = model.imputed[name]
+    _check_reads(model, name, imputed)
     mask = imputed.mask
     fix = "; the missing entries are fixed when the model is built: call compile() again with the new data"
     if array.shape != mask.shape:
@@ -185,6 +196,18 @@ def check(name, array, imputed):
         if not np.all(ok):
             raise ModelError(f"term {name!r}: {spec.name} value {_first_violation(name, array, ok)}, "
                              f"{describe(spec.support)}")
+
+
+def _check_reads(model, name, imputed):
+    """A ``ModelError`` naming a term or deterministic that reads the data ``name``
+    itself, NaNs and all, instead of its imputed values."""
+    data, allowed = model.data_nodes[name], {id(n) for n in imputed.reads}
+    readers = [(f"term {t.name!r}", a) for t in model.terms for a in t.args]
+    readers += [(f"deterministic {k!r}", e) for k, e in model.deterministics.items()]
+    for reader, root in readers:
+        if any(n is data for n in nodes(root, lambda n: id(n) in allowed)):
+            raise ModelError(f"{reader} reads data {name!r}, whose missing entries are NaN; read the data "
+                             f"with the imputed values instead: the expression m.observe({name!r}, ...) returned")
 
 
 def _index(mask):

@@ -225,8 +225,9 @@ class Model:
         are imputed as PyMC does (``logdens.missing``): they become the
         parameter ``<name>_unobserved``, the present ones the observed term
         ``<name>_observed``, and ``<name>`` a deterministic of the data with
-        the imputed values. ``set_data`` cannot change which entries are
-        missing: compile the model again for that.
+        the imputed values, which ``observe`` returns (for other terms to
+        read: an imputed predictor). ``set_data`` cannot change which entries
+        are missing: compile the model again for that.
         """
         what = f"observe {name!r}"
         if not isinstance(dist, (Distribution, Mixture)):

@@ -31,7 +31,7 @@ def check_arrays(layout, model, arrays):
             bad = ~np.isfinite(array)
             imputed = model.imputed.get(name)
             if imputed is not None:  # NaN where, and only where, the model imputes
-                missing.check(name, array, imputed)
+                missing.check(model, name, array)
                 bad &= ~imputed.mask
             if np.any(bad):
                 raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite; "
