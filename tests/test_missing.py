@@ -127,6 +127,40 @@ def test_regression_imputes_along_the_line():
     assert abs(post["y_unobserved"].values[..., 2].mean() - (1.0 + 0.8 * 2)) < 0.5  # near the true line
 
 
+def test_arguments_per_row_are_gathered_at_their_rows():
+    """Eight schools with two effects missing: a parameter vector (theta) and a
+    numeric array (sigma) per row, each taken at the present and at the missing
+    rows; the density against scipy at 1e-12."""
+    y = np.array([28.0, 8.0, np.nan, 7.0, -1.0, 1.0, np.nan, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+    m = ld.Model()
+    theta = m.param("theta", ld.Normal(0, 10), shape=8)
+    with pytest.warns(ld.ModelWarning):
+        m.observe("y", ld.Normal(theta, sigma), y)
+    density = m.compile()
+    point = np.linspace(-5, 5, 10)  # theta, then y_unobserved
+    gone = np.isnan(y)
+    expected = (scipy.stats.norm.logpdf(point[:8], 0, 10).sum()
+                + scipy.stats.norm.logpdf(y[~gone], point[:8][~gone], sigma[~gone]).sum()
+                + scipy.stats.norm.logpdf(point[8:], point[:8][gone], sigma[gone]).sum())
+    assert density.log_density(point, propto=False) == pytest.approx(expected, rel=1e-12)
+    check_gradient(density, point, np.random.default_rng(6))
+    rows = density.per_sample_gradient(point, "y_observed")
+    assert rows.shape == (6, 10) and np.count_nonzero(rows[:, 8:]) == 0  # no imputed value in a row
+
+
+def test_prior_predictive_draws_the_imputed_values_from_the_prior():
+    """Without data: y_unobserved ~ Normal(M0, sqrt(S0^2 + SIGMA^2)), each (5
+    standard errors of a mean and of a variance at 4000 independent draws)."""
+    prior = ld.sample_prior_predictive(conjugate_model(), draws=4000, seed=7)
+    draws = prior.prior["y_unobserved"].values.reshape(4000, 2)
+    var = S0 ** 2 + SIGMA ** 2
+    assert np.all(np.abs(draws.mean(axis=0) - M0) < 5 * math.sqrt(var / 4000))
+    assert np.all(np.abs(draws.var(axis=0) - var) < 5 * var * math.sqrt(2 / 4000))
+    assert list(prior.prior_predictive.data_vars) == ["y_observed"]
+    np.testing.assert_array_equal(prior.prior["y"].values[0, :, ~MISSING].T, np.broadcast_to(Y[~MISSING], (4000, 6)))
+
+
 def test_set_data_may_not_change_which_entries_are_missing(conjugate):
     theta = np.array([0.4, 1.0, 2.0])
     appears, disappears = Y.copy(), Y.copy()
