@@ -14,8 +14,8 @@ already has:
 - ``y``: a deterministic, the data with the imputed values in place (in the
   observed term's dims), as PyMC's.
 
-Where the term has dims, the parts get the dims ``<dim>_observed`` and
-``<dim>_unobserved`` with the coords of their rows (PyMC leaves them
+Where the term has dims, the parts get the dims ``y_observed_<dim>`` and
+``y_unobserved_<dim>`` with the coords of their rows (PyMC leaves them
 unnamed, ``y_unobserved_dim_0``, and which row a value belongs to is lost).
 
 The index arrays are fixed when the model is built, so the data array ``y``
@@ -99,9 +99,9 @@ def impute(model, name, dist, value, mask, dims):
     present, missing = (as_expr(np.flatnonzero(r).astype(np.int64)) for r in (~mask, mask))
     observed, gathered = _at_rows(dist, present)
     at_present = y[present]
-    model.observe(f"{name}_observed", observed, at_present, dims=_part_dims(model, dims, ~mask, "observed"))
+    model.observe(f"{name}_observed", observed, at_present, dims=_part_dims(model, name, dims, ~mask, "observed"))
     param = model.param(f"{name}_unobserved", _at_rows(dist, missing)[0], shape=(k,),
-                        dims=_part_dims(model, dims, mask, "unobserved"))
+                        dims=_part_dims(model, name, dims, mask, "unobserved"))
     # The data with the imputed values in place: a gather by each row's position
     # among the missing ones (0 at present rows, where `where` picks the data).
     position = as_expr((np.cumsum(mask) - 1).clip(0).astype(np.int64))
@@ -143,8 +143,9 @@ def _check_imputable(what, dist, value, mask):
 
 
 def _at_rows(dist, index):
-    """``(dist with each argument that has the term's rows gathered at ``index``
-    (an integer data array), the expressions gathered)``; scalars as they are."""
+    """A copy of ``dist`` whose arguments with the term's rows are taken at
+    ``index`` (an integer data array), scalars as they are; and the list of the
+    expressions so gathered."""
     part, gathered = copy.copy(dist), []
     part.params = {}
     for key, given in dist.params.items():
@@ -158,15 +159,16 @@ def _at_rows(dist, index):
     return part, gathered
 
 
-def _part_dims(model, dims, rows, part):
+def _part_dims(model, name, dims, rows, part):
     """Dims of ``<name>_<part>`` (``observed`` or ``unobserved``), the ``rows`` of
     the term: none where the term has none (ArviZ's default
-    ``<name>_<part>_dim_0``, as PyMC's); else ``<dim>_<part>``, its coords those
-    of its rows (their indices when the dim has none). PyMC gives the parts no
-    dims, so which row each value belongs to is lost there."""
+    ``<name>_<part>_dim_0``, as PyMC's); else ``<name>_<part>_<dim>``, one per
+    term (two terms miss other rows), its coords those of its rows (their
+    indices when the dim has none). PyMC gives the parts no dims, so which row
+    each value belongs to is lost there."""
     if dims is None:
         return None
-    dim = f"{dims[0]}_{part}"
+    dim = f"{name}_{part}_{dims[0]}"
     labels = model.coords.get(dims[0])
     model.add_coord(dim, np.flatnonzero(rows) if labels is None else labels[rows])
     return (dim,)

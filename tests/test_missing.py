@@ -116,8 +116,8 @@ def test_regression_imputes_along_the_line():
     density = m.compile()
     idata = ld.nuts(density, draws=1000, tune=500, chains=2, seed=2, progress=False)
     post = idata.posterior
-    assert list(post["y_unobserved"].coords["row_unobserved"].values) == ["r0", "r7", "r19"]
-    observed_rows = idata.log_likelihood["y_observed"].coords["row_observed"].values
+    assert list(post["y_unobserved"].coords["y_unobserved_row"].values) == ["r0", "r7", "r19"]
+    observed_rows = idata.log_likelihood["y_observed"].coords["y_observed_row"].values
     assert len(observed_rows) == 17 and observed_rows[[0, 6, 16]].tolist() == ["r1", "r8", "r18"]
     assert post["y"].dims == ("chain", "draw", "row")
     line = post["a"].values[..., None] + post["b"].values[..., None] * x[gone]
@@ -159,6 +159,17 @@ def test_prior_predictive_draws_the_imputed_values_from_the_prior():
     assert np.all(np.abs(draws.var(axis=0) - var) < 5 * var * math.sqrt(2 / 4000))
     assert list(prior.prior_predictive.data_vars) == ["y_observed"]
     np.testing.assert_array_equal(prior.prior["y"].values[0, :, ~MISSING].T, np.broadcast_to(Y[~MISSING], (4000, 6)))
+
+
+def test_two_terms_miss_other_rows_of_one_dim():
+    """Each part's dim is its own (an error when both were `row_unobserved`)."""
+    m = ld.Model(coords={"row": ["a", "b", "c"]})
+    mu = m.param("mu", ld.Normal(0, 1))
+    with pytest.warns(ld.ModelWarning):
+        m.observe("u", ld.Normal(mu, 1.0), np.array([np.nan, 1.0, 2.0]), dims="row")
+        m.observe("v", ld.Normal(mu, 1.0), np.array([1.0, 2.0, np.nan]), dims="row")
+    assert m.coords["u_unobserved_row"].tolist() == ["a"] and m.coords["v_unobserved_row"].tolist() == ["c"]
+    assert m.dims["v_observed"] == ("v_observed_row",) and m.coords["v_observed_row"].tolist() == ["a", "b"]
 
 
 def test_set_data_may_not_change_which_entries_are_missing(conjugate):
