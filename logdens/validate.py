@@ -80,7 +80,8 @@ def check_terms(model, layout, arrays, fixed_whole=False):
     for name, expr in model.deterministics.items():
         length(expr, arrays, layout, f"deterministic {name!r}")
     for name, imputed in model.imputed.items():  # split by rows (logdens.missing): they still agree
-        rules.agree([(a, length(a, arrays, layout, f"term {name!r}")) for a in imputed.rows], f"term {name!r}")
+        where = f"term {name!r} (its missing entries are imputed: for other rows call compile() again)"
+        rules.agree([(a, length(a, arrays, layout, where)) for a in imputed.rows], where)
     for term in model.terms:
         where = f"term {term.name!r}"
         if fixed_whole:

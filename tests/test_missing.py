@@ -211,7 +211,8 @@ def test_rows_of_a_predictor_must_still_agree():
     with pytest.warns(ld.ModelWarning):
         m.observe("y", ld.Normal(b * x, SIGMA), Y)
     density = m.compile()
-    with pytest.raises(ld.ModelError, match=r"term 'y': y has length 8 but \(b \* x\) has length 9"):
+    with pytest.raises(ld.ModelError, match=r"term 'y' \(its missing entries are imputed: for other rows call "
+                                            r"compile\(\) again\): y has length 8 but \(b \* x\) has length 9"):
         density.set_data(x=np.arange(9.0))
 
 
