@@ -172,6 +172,15 @@ def test_two_terms_miss_other_rows_of_one_dim():
     assert m.dims["v_observed"] == ("v_observed_row",) and m.coords["v_observed_row"].tolist() == ["a", "b"]
 
 
+def test_graph_joins_the_parts_into_the_deterministic():
+    """As PyMC draws it: y_unobserved and y_observed into the deterministic y, which
+    stands for the data of its name (drawn twice, with an edge y -> y, before)."""
+    from logdens.graph import variables
+    found = {name: (kind, parents) for name, kind, _, _, parents in variables(conjugate_model())}
+    assert found == {"mu": ("param", []), "y_unobserved": ("param", ["mu"]),
+                     "y": ("deterministic", ["y_unobserved", "y_observed"]), "y_observed": ("observed", ["mu"])}
+
+
 def test_set_data_may_not_change_which_entries_are_missing(conjugate):
     theta = np.array([0.4, 1.0, 2.0])
     appears, disappears = Y.copy(), Y.copy()
