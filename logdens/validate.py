@@ -34,10 +34,11 @@ def check_arrays(layout, model, arrays):
                 missing.check(model, name, array)
                 bad &= ~imputed.mask
             if np.any(bad):
-                raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite; "
-                                 "a missing value in data a model reads (a predictor) must be modelled: "
-                                 f"observe it, m.observe({name!r}, dist, array) with NaN or a masked "
-                                 "array, and its missing entries are imputed (docs/missing-data.md)")
+                first = array[np.unravel_index(int(np.argmax(bad)), bad.shape)]
+                hint = ("; a missing value in data a model reads (a predictor) must be modelled: observe it, "
+                        f"m.observe({name!r}, dist, array) with NaN or a masked array, and its missing "
+                        "entries are imputed (docs/missing-data.md)") if np.isnan(first) else ""
+                raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite{hint}")
 
 
 def length(node, arrays, layout, where, memo=None):
