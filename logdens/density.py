@@ -266,6 +266,10 @@ class LogDensity:
         Data of a new length along a dim with coordinates needs new ones,
         ``coords={dim: values}`` (as in PyMC's ``set_data``). Calls in other
         threads meanwhile use the old data or the new, whole (``DataSet``).
+        An observed array with imputed missing entries (``logdens.missing``)
+        takes new values only where it had values: a NaN that appears or
+        disappears, or a new length, is a ``ModelError``; build and compile
+        the model again with the new data.
         """
         old = self._data
         self._data = self._new_data(arrays, coords, old.arrays, old.coords)

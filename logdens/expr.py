@@ -23,6 +23,10 @@ class ModelError(ValueError):
     """A model is malformed: a bad name, shape, index or data array."""
 
 
+class ModelWarning(UserWarning):
+    """Something in a model a user should know of: values it imputes, say."""
+
+
 #: How many levels of an expression ``label()`` shows: a shared sub-expression
 #: is written out at every use, so an unbounded label of an unrolled recursion
 #: has a length exponential in its depth.
@@ -415,6 +419,8 @@ class Param(Expr):
 def frozen_array(value, what):
     """A read-only copy of a numeric, real array: a model keeps the data it was
     given, whatever the caller later does to its own array."""
+    if np.ma.is_masked(value):  # masked entries are missing values, NaN (logdens.missing)
+        value = np.ma.filled(value.astype(float), np.nan)
     array = np.array(value, copy=True)
     if np.iscomplexobj(array):
         raise ModelError(f"{what}: complex data are not supported (dtype {array.dtype})")

@@ -12,7 +12,7 @@ import numpy as np
 from logdens.distributions.frozen import Distribution
 from logdens import bounds
 from logdens import dims as dimensions
-from logdens import transforms
+from logdens import missing, transforms
 from logdens.expr import FUNCTIONS, Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
 from logdens.expr import sum as expr_sum
 from logdens.mixture import Mixture
@@ -106,6 +106,7 @@ class Model:
         self.data_nodes = {}      # name -> Data
         self.deterministics = {}  # name -> Expr
         self.terms = []
+        self.imputed = {}         # observed data name -> missing.Imputed: its missing entries
         self.coords = {}          # dim name -> read-only 1-D array of its values
         self.dims = {}            # variable or observed term name -> tuple of dim names
         self._names = {}          # name -> what holds it ("parameter", "data", ...)
@@ -219,6 +220,14 @@ class Model:
 
         ``dims`` name the observations' axis in ``log_likelihood`` and
         ``observed_data``; by default an observed named data array's dims.
+
+        Missing entries of an array (NaN, or masked in a numpy masked array)
+        are imputed as PyMC does (``logdens.missing``): they become the
+        parameter ``<name>_unobserved``, the present ones the observed term
+        ``<name>_observed``, and ``<name>`` a deterministic of the data with
+        the imputed values, which ``observe`` returns (for other terms to
+        read: an imputed predictor). ``set_data`` cannot change which entries
+        are missing: compile the model again for that.
         """
         what = f"observe {name!r}"
         if not isinstance(dist, (Distribution, Mixture)):
@@ -226,6 +235,9 @@ class Model:
         dims = dimensions.as_dims(dims, what)
         if not isinstance(dist, Mixture) and dist.spec.multivariate:
             _check_fixed_event(dist, tuple(np.shape(value)) if not isinstance(value, Expr) else value.shape, what)
+        mask = missing.missing_mask(value, what)
+        if mask is not None:
+            return missing.impute(self, name, dist, value, mask, dims)
         if isinstance(value, Expr):
             check_name(name, "observed term")
             if value.depends_on_params():
@@ -306,6 +318,7 @@ class Model:
         copy.params, copy.transforms = dict(self.params), dict(self.transforms)
         copy.data_nodes, copy.deterministics = dict(self.data_nodes), dict(self.deterministics)
         copy.terms, copy._names = tuple(self.terms), dict(self._names)
+        copy.imputed = dict(self.imputed)
         copy.coords, copy.dims = dict(self.coords), dict(self.dims)
         copy._lengths = self._lengths.copy(copy.coords)
         return copy
