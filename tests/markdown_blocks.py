@@ -29,24 +29,20 @@ class Block(NamedTuple):
     requires: Tuple[str, ...]   # packages it needs
 
 
-def python_blocks(path, section=None):
-    """The ```python blocks of ``path`` (relative to the repository root), in
-    order; only those of the ``## section`` when one is named."""
-    full = text = (ROOT / path).read_text()
-    offset = 0
-    if section is not None:
-        start = text.index(f"## {section}\n")
-        end = text.find("\n## ", start + 1)
-        offset, text = start, text[start:end if end >= 0 else len(text)]
+def python_blocks(path):
+    """The ```python blocks of ``path`` (relative to the repository root), in order."""
+    text = (ROOT / path).read_text()
     blocks = []
     for match in _BLOCK.finditer(text):
         marker = match.group("marker") or ""
         if marker and not (marker.startswith("skip: ") or marker.startswith("requires ")):
             raise ValueError(f"{path}: unknown test marker {marker!r} (use 'skip: why' or 'requires pkg ...')")
-        line = full.count("\n", 0, offset + match.start("indent")) + 1
-        blocks.append(Block(code=textwrap.dedent(match.group("code")), line=line,
+        blocks.append(Block(code=textwrap.dedent(match.group("code")),
+                            line=text.count("\n", 0, match.start("indent")) + 1,
                             skip=marker[len("skip: "):] if marker.startswith("skip: ") else None,
                             requires=tuple(marker.split()[1:]) if marker.startswith("requires ") else ()))
+    if text.count("<!-- test:") != sum(bool(b.skip or b.requires) for b in blocks):
+        raise ValueError(f"{path}: a '<!-- test: ... -->' marker not on the line just above a ```python fence")
     return blocks
 
 
@@ -55,11 +51,11 @@ def missing(block):
     return [name for name in block.requires if importlib.util.find_spec(name) is None]
 
 
-def run_blocks(path, namespace=None):
-    """Run the runnable blocks of ``path`` in order in one namespace (a fresh
-    one unless given), each compiled under its file and line so a traceback
-    points at the page; returns the namespace and the blocks left out."""
-    namespace = {} if namespace is None else namespace
+def run_blocks(path):
+    """Run the runnable blocks of ``path`` in order in one namespace, each
+    compiled under its file and line so a traceback points at the page;
+    returns the namespace and the blocks left out."""
+    namespace = {}
     left_out = []
     for block in python_blocks(path):
         if block.skip is not None or missing(block):

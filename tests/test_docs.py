@@ -201,6 +201,9 @@ def test_markers_skip_require_and_refuse_typos(tmp_path):
     page.write_text("<!-- test: skipp: typo -->\n```python\nx = 1\n```\n")
     with pytest.raises(ValueError, match="unknown test marker"):
         python_blocks(page)
+    page.write_text("<!-- test: skip: a blank line apart -->\n\n```python\nx = 1\n```\n")
+    with pytest.raises(ValueError, match="not on the line just above"):
+        python_blocks(page)
 
 
 def test_a_failing_block_points_at_its_page_and_line(tmp_path):
