@@ -21,7 +21,7 @@ from markdown_blocks import ROOT, python_blocks, run_blocks
 DOCS = ROOT / "docs"
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 # pages whose blocks take more than ~10 s: they sample, or compile several models
-SLOW = {"dask.md", "distributions.md", "external-samplers.md", "for-numpyro-users.md", "for-pymc-users.md",
+SLOW = {"distributions.md", "external-samplers.md", "for-numpyro-users.md", "for-pymc-users.md",
         "getting-started.md", "model-building.md", "plotting.md", "samplers.md"}
 CHECKS = {}
 
@@ -141,13 +141,6 @@ def _external_samplers(ns, out):
             assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.children)
             assert idata.posterior["theta"].dims[-1] == "school"
             assert abs(float(idata.posterior["mu"].mean()) - 4.4) < 2.5, name
-
-
-@checks("dask.md")
-def _dask(ns, out):
-    assert len(ns["fits"]) == 3
-    # 300 rows with noise sd 1 and x ~ N(0, 1): the slope's SE is about 0.06
-    assert abs(ns["fit"].params["b"] - 2.0) < 0.3
 
 
 def test_the_gpu_page_runs_in_the_simulator():
