@@ -37,11 +37,13 @@ def _saved_png(plot, path):
     return data
 
 
+@pytest.mark.slow  # the fixture compiles and samples: 12-40 s cold on the loaded build machine
 def test_trace_plot_of_a_logdens_datatree(idata, tmp_path):
     plot = azp.plot_trace(idata, var_names=["mu", "sigma"], backend="matplotlib")
     _saved_png(plot, tmp_path / "trace.png")
 
 
+@pytest.mark.slow
 def test_posterior_predictive_plot_of_a_logdens_datatree(idata, tmp_path):
     plot = azp.plot_ppc_dist(idata, var_names=["y"], backend="matplotlib")
     _saved_png(plot, tmp_path / "ppc.png")
