@@ -12,6 +12,7 @@ import numpy as np
 from logdens.distributions.frozen import Distribution
 from logdens import bounds
 from logdens import dims as dimensions
+from logdens import marginalize
 from logdens import transforms
 from logdens.expr import FUNCTIONS, Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
 from logdens.expr import sum as expr_sum
@@ -171,7 +172,10 @@ class Model:
                 if isinstance(bound, Expr):
                     self._check_own(bound, f"{what}: its bound")
             bounds.check(constraint, shape, what)
-        self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
+        if constraint.integer and prior is not None and not mixture:  # summed out (logdens.marginalize)
+            self.transforms[name] = marginalize.support(name, prior, constraint, shape)
+        else:
+            self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
         if self.transforms[name].event:
             self.transforms[name].check_shape(shape, what)
         node = Param(name, shape, constraint)
@@ -343,8 +347,9 @@ class Model:
         ``dtype=None``, is float64. Other backends take no ``dtype``.
         """
         from logdens.engine import compile_model
-        return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel,
-                             dtype=dtype)
+        lowered, marginals = marginalize.rewrite(self.snapshot())  # discrete parameters summed out
+        density = compile_model(lowered, backend=backend, cache_dir=cache_dir, parallel=parallel, dtype=dtype)
+        return marginalize.attach(density, marginals) if marginals else density
 
 
 def _check_fixed_event(prior, shape, what):
