@@ -186,8 +186,8 @@ def _log_prior(name, prior, values):
     """log p(x = v) for each support value v: floats, or expressions (of the
     prior's parameters, per row where they have rows)."""
     dist = prior.dist
-    probs = next(iter(dist.params.values()))
     if isinstance(dist, (Categorical, CategoricalLogit)):
+        probs = next(iter(dist.params.values()))  # p or logits
         if np.ndim(probs) != 1:
             raise ex.ModelError(f"parameter {name!r}: {dist.spec.name} with a probability vector of shape "
                                 f"{np.shape(probs)}; give one vector of shape (K,)")
@@ -382,7 +382,7 @@ def recover(density, marginals, params, seed):
         chains, draws = next(iter(params.values())).shape[:2] if params else (1, 1)
         flat = {k: v.reshape((chains * draws,) + v.shape[2:]) for k, v in params.items()}
         flat = {k: (v[:, None] if v.ndim == 1 else v) for k, v in flat.items()}  # scalars as (n, 1)
-        logits = m.logits({**density.data, **flat})
+        logits = m.logits({**density.data(), **flat})
         logits = np.broadcast_to(logits, (chains * draws,) + m.shape + (len(m.support),))
         probs = sp.softmax(logits, axis=-1)
         u = rng.random(probs.shape[:-1] + (1,))
@@ -404,7 +404,7 @@ def attach(density, marginals):
 
         def set_data(*, coords=None, **arrays):
             for name in sorted(fixed & set(arrays)):
-                new, old = np.asarray(arrays[name], dtype=float), density.data[name]
+                new, old = np.asarray(arrays[name], dtype=float), density.data()[name]
                 if new.shape != old.shape or not np.array_equal(new, old):
                     m = next(m for m in marginals if name in m.fixed)
                     raise ex.ModelError(f"set_data: data {name!r} give the rows where discrete parameter "
