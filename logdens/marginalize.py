@@ -327,6 +327,8 @@ def _at(root, old, new):
         if isinstance(node, ex.Binary):
             return ex.Binary(node.op, *below)
         if isinstance(node, ex.Ternary):
+            if node.op == "where" and isinstance(below[0], ex.Const):  # a branch known: no select per row
+                return below[1] if below[0].value else below[2]
             return ex.Ternary(node.op, *below)
         if isinstance(node, ex.LogPdf):
             return ex.LogPdf(node.spec, below)

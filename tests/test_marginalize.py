@@ -90,6 +90,7 @@ def test_the_switchpoint_leaves_the_sampled_parameters(coal):
     assert coal.param_names() == ["early", "late"]
 
 
+@pytest.mark.slow
 def test_switchpoint_posterior_against_its_closed_form_by_recovery(coal):
     """The recovered draws (exact conditionals given each rate draw) against the
     closed-form posterior: total variation below 0.04 at 4000 draws. The
