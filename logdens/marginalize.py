@@ -300,7 +300,8 @@ def _check_elementwise(name, param, term, rows):
                             "rows it labels (summing it out otherwise couples rows: K^n terms)")
     elementwise = (ex.Unary, ex.Binary, ex.Ternary, ex.LogPdf)
     for node in ex.nodes(rows):
-        if node is not param and _reads(node, param) and not isinstance(node, elementwise):
+        picked = isinstance(node, ex.Gather) and node.children[1] is param and not _reads(node.children[0], param)
+        if node is not param and _reads(node, param) and not (isinstance(node, elementwise) or picked):
             raise ex.ModelError(f"term {term.name!r} reads discrete parameter {name!r} through "
                                 f"{type(node).__name__} ({node.label()}), not elementwise: its rows would not "
                                 "be independent given their labels (K^n terms); not supported")
@@ -316,7 +317,8 @@ def _check_copies(name, k):
 
 def _at(root, old, new):
     """``root`` with node ``old`` replaced by ``new``; elementwise nodes above it
-    rebuilt (their shapes broadcast anew), the others copied."""
+    rebuilt (their shapes broadcast anew), a gather by a label at a constant
+    label the element it picks, the others copied."""
     def combine(node, below):
         if node is old:
             return new
@@ -332,6 +334,9 @@ def _at(root, old, new):
             return ex.Ternary(node.op, *below)
         if isinstance(node, ex.LogPdf):
             return ex.LogPdf(node.spec, below)
+        if isinstance(node, ex.Gather) and isinstance(below[1], ex.Const):  # mu[z] at z = k: mu[k]
+            k = int(below[1].value)
+            return ex.Element(below[0], k) if below[0].ndim == 1 else ex.Take(below[0], k, 0)
         return ex.with_children(node, below)
     return rules.fold(root, combine)
 

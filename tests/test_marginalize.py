@@ -205,6 +205,29 @@ def test_categorical_labels_with_a_simplex_prior():
     assert d.pointwise_log_likelihood(theta)["y"] == pytest.approx(mixture, rel=1e-10)
 
 
+def test_categorical_labels_pick_components_by_index():
+    """``mu[z]`` with z a vector of Categorical labels (PyMC's spelling) gives the
+    density of the ld.where spelling, and a Categorical mixture's pointwise value."""
+    y = np.array([-3.0, 0.1, 2.9, 3.2, 0.4])
+    p = np.array([0.2, 0.3, 0.5])
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 5), shape=3, constraint=ld.ordered)
+    s = m.param("s", ld.HalfNormal(1))
+    z = m.param("z", ld.Categorical(p), shape=5)
+    m.observe("y", ld.Normal(mu[z], s), y)
+    d = m.compile()
+    point = {"mu": np.array([-3.0, 0.0, 3.0]), "s": 0.8}
+    mixture = sp.logsumexp(np.log(p) + stats.norm.logpdf(y[:, None], point["mu"], 0.8), axis=1)
+    assert d.pointwise_log_likelihood(d.unconstrain(point))["y"] == pytest.approx(mixture, rel=1e-10)
+
+
+def test_an_index_by_a_continuous_parameter_is_still_refused():
+    m = ld.Model()
+    mu, k = m.param("mu", shape=3), m.param("k", shape=2)
+    with pytest.raises(ModelError, match="must be an integer data array"):
+        mu[k]
+
+
 # ----- what cannot be summed out ---------------------------------------------
 
 
