@@ -143,7 +143,9 @@ class Model:
         """A parameter with an optional prior (no prior: flat, improper).
 
         The constraint defaults to the prior's support (``real`` without a
-        prior); an explicit ``constraint`` overrides it. ``dims`` name its
+        prior); an explicit ``constraint`` overrides it. A prior of finite
+        discrete support makes a discrete parameter, summed out when the
+        model is compiled (``logdens.marginalize``). ``dims`` name its
         axis (PyMC's rule: without ``shape`` the dims' coords give the
         shape; with both, they must agree).
         """
@@ -330,6 +332,10 @@ class Model:
 
     def compile(self, backend="cpu", cache_dir=None, parallel=False, dtype=None):
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
+
+        Discrete parameters (a finite support: ``ld.DiscreteUniform``,
+        ``ld.Categorical``, ``ld.Bernoulli`` priors) are summed out first
+        (``logdens.marginalize``); the samplers recover their draws.
 
         ``parallel=True`` makes ``log_density_gradient`` split each term's
         plate into fixed chunks over threads, for large data. Elements at a
