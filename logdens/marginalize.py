@@ -70,7 +70,7 @@ class Marginal(NamedTuple):
     fixed: tuple = ()
 
 
-def support(name, prior, constraint, shape):
+def support(name, prior, constraint):
     """The values of a discrete prior's support as an ``Enumerated``; a ModelError
     when it is infinite, too large or depends on a parameter."""
     what = f"parameter {name!r}"
@@ -111,7 +111,7 @@ def rewrite(model):
     lowered, terms, marginals = model.snapshot(), list(model.terms), []
     for name in names:
         param = model.params[name]
-        _check_no_other_reader(model, name, param, names)
+        _check_no_other_reader(model, name, param)
         prior = next(t for t in terms if t.kind == "prior" and t.value is param)
         readers = [t for t in terms if t is not prior and any(_reads(a, param) for a in t.args)]
         for term in [prior] + readers:
@@ -121,7 +121,7 @@ def rewrite(model):
                                     "a discrete parameter that feeds another one would be summed jointly; "
                                     "not supported (sum one out by hand, e.g. with ld.Mixture)")
         term, marginal = _summed(name, param, prior, readers, model.transforms[name].values)
-        at = terms.index(prior)
+        at = next(i for i, t in enumerate(terms) if t is prior)
         gone = {id(prior)} | {id(t) for t in readers}
         terms = [t for t in terms if id(t) not in gone]
         terms.insert(min(at, len(terms)), term)
@@ -136,7 +136,7 @@ def _reads(node, param):
     return any(leaf is param for leaf in node.leaves())
 
 
-def _check_no_other_reader(model, name, param, names):
+def _check_no_other_reader(model, name, param):
     """A ModelError for deterministics and parameter bounds that read ``param``."""
     for det, e in model.deterministics.items():
         if _reads(e, param):

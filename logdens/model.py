@@ -175,7 +175,7 @@ class Model:
                     self._check_own(bound, f"{what}: its bound")
             bounds.check(constraint, shape, what)
         if constraint.integer and prior is not None and not mixture:  # summed out (logdens.marginalize)
-            self.transforms[name] = marginalize.support(name, prior, constraint, shape)
+            self.transforms[name] = marginalize.support(name, prior, constraint)
         else:
             self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
         if self.transforms[name].event:
