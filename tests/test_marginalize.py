@@ -67,7 +67,8 @@ def coal():
 
 def test_change_point_log_density_is_the_sum_over_the_switchpoint(coal):
     """At fixed rates, the marginalized log density is numpy's logsumexp over the
-    111 splits (plus the rates' priors and log-Jacobians)."""
+    111 splits (plus the rates' priors and log-Jacobians; the constant summands
+    the engine drops from the Gamma(2, 1) priors, log(rate^2 / Gamma(2)), are 0)."""
     for early, late in [(3.1, 0.9), (1.0, 2.5), (0.05, 40.0)]:
         lp = coal.log_density(coal.unconstrain({"early": early, "late": late}))
         splits = [np.sum(np.where(YEARS <= YEARS[k], poisson_sum(early), poisson_sum(late))) for k in range(T)]
@@ -129,6 +130,32 @@ def test_set_data_of_the_switch_data_needs_a_new_compile(coal):
     with pytest.raises(ModelError, match=r"'years'.*'s'.*new compile\(\)"):
         coal.set_data(years=YEARS + 1.0)
     coal.set_data(disasters=DISASTERS)
+
+
+def test_a_scalar_bernoulli_with_a_parameter_probability():
+    """One switch for all rows, ``g ~ Bernoulli(q)`` with q sampled: the density is
+    logaddexp(log(1 - q) + sum N(y | 0, 1), log q + sum N(y | mu, 1)) (compared
+    between two points: the priors' constant summands are dropped), and its
+    gradient matches finite differences."""
+    y = np.array([0.3, 1.9, 2.4, 1.1])
+    m = ld.Model()
+    q = m.param("q", ld.Beta(2, 2))
+    mu = m.param("mu", ld.Normal(0, 3))
+    g = m.param("g", ld.Bernoulli(q))
+    m.observe("y", ld.Normal(g * mu, 1.0), y)
+    d = m.compile()
+
+    def expected(q, mu):
+        return (np.logaddexp(np.log1p(-q) + stats.norm.logpdf(y).sum(), np.log(q) + stats.norm.logpdf(y, mu).sum())
+                + stats.beta(2, 2).logpdf(q) + np.log(q * (1 - q)) + stats.norm(0, 3).logpdf(mu))
+    theta = d.unconstrain({"q": 0.3, "mu": 1.5})
+    lp, grad = d.log_density_gradient(theta)
+    other = d.log_density(d.unconstrain({"q": 0.8, "mu": -0.4}))
+    assert lp - other == pytest.approx(expected(0.3, 1.5) - expected(0.8, -0.4), rel=1e-10)
+    h = 1e-6
+    for j, step in enumerate(np.eye(d.dim) * h):
+        assert grad[j] == pytest.approx((d.log_density(theta + step) - d.log_density(theta - step)) / (2 * h),
+                                        rel=1e-6)
 
 
 # ----- a label per observation ------------------------------------------------
