@@ -282,9 +282,10 @@ def _groups(counts, c, cumulative):
         while end < len(counts) and counts[end] - counts[end - 1] == step:
             end += 1
         m0, n = int(counts[k]), end - k
-        if step == 1:
-            part = ex.logsumexp(c[max(m0 - 1, 0):m0 - 1 + n])
-            out.append(ex.FUNCTIONS["logaddexp"](0.0, ex.logsumexp(c[0:n - 1])) if m0 == 0 else part)
+        if step == 1 and m0 == 0:  # C[0] = 0, then c[0], ..., c[n - 2]
+            out.append(ex.FUNCTIONS["logaddexp"](0.0, ex.logsumexp(c[0:n - 1])))
+        elif step == 1:
+            out.append(ex.logsumexp(c[m0 - 1:m0 - 1 + n]))
         else:
             out.append(ex.as_expr(cumulative(m0)) + float(np.log(n)) if n > 1 else ex.as_expr(cumulative(m0)))
         k = end

@@ -107,6 +107,26 @@ def test_switchpoint_posterior_against_its_closed_form_by_recovery(coal):
     np.testing.assert_array_equal(again.posterior["s"].values, s)  # seeded: reproducible
 
 
+@pytest.mark.parametrize("years, support", [(1851 + 2 * np.arange(10), (1845, 1875)),
+                                             (1851 + np.arange(10), (1853, 1857))],
+                         ids=["gaps, support past both ends", "support inside"])
+def test_switchpoints_between_or_outside_the_years(years, support):
+    """Support values between the data's years or past their ends: ties and jumps
+    of the split count, against numpy's logsumexp over the support."""
+    counts = DISASTERS[:10]
+    m = ld.Model()
+    s = m.param("s", ld.DiscreteUniform(*support))
+    early, late = m.param("early", ld.Gamma(SHAPE, RATE)), m.param("late", ld.Gamma(SHAPE, RATE))
+    m.observe("disasters", ld.Poisson(ld.where(s >= m.data("years", years.astype(float)), early, late)), counts)
+    d = m.compile()
+    values = np.arange(support[0], support[1] + 1)
+    splits = [np.sum(np.where(years <= v, stats.poisson.logpmf(counts, 2.2), stats.poisson.logpmf(counts, 0.6)))
+              for v in values]
+    priors = stats.gamma(SHAPE, scale=1 / RATE).logpdf([2.2, 0.6]).sum() + np.log(2.2 * 0.6)
+    lp = d.log_density(d.unconstrain({"early": 2.2, "late": 0.6}))
+    assert lp == pytest.approx(sp.logsumexp(np.array(splits) - np.log(len(values))) + priors, rel=1e-10)
+
+
 def test_the_one_pass_sum_equals_one_copy_per_support_value():
     """A switchpoint read through an arithmetic expression (no comparison) takes
     one copy of the term per support value: the same log density as the one-pass
