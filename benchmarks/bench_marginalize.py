@@ -23,7 +23,7 @@ from machine import describe, pin_one_core  # noqa: E402
 import logdens as ld  # noqa: E402
 
 #: Alternating timing rounds of the two models: a loaded machine disturbs both alike.
-ROUNDS = 7
+ROUNDS = 15
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
 from test_marginalize import DISASTERS  # noqa: E402
