@@ -327,9 +327,12 @@ def _index_text(part):
 
 
 def _index_array(part, what):
-    """``part`` of an index as the integer data array that gathers by it; a
-    ModelError naming the index (``what()``: the indexing as written) otherwise."""
+    """``part`` of an index as the integer data array that gathers by it, or a
+    vector of discrete labels (``mu[z]``: summed out, ``logdens.marginalize``);
+    a ModelError naming the index (``what()``: the indexing as written) otherwise."""
     array = as_expr(part)
+    if isinstance(array, Param) and array.constraint.integer and array.ndim == 1:
+        return array
     if not isinstance(array, Data) or not array.integer:
         raise ModelError(f"{what()}: index {_index_text(part)} must be an integer data array "
                          "(m.data(name, ints)), an integer or a slice")

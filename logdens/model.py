@@ -12,7 +12,7 @@ import numpy as np
 from logdens.distributions.frozen import Distribution
 from logdens import bounds
 from logdens import dims as dimensions
-from logdens import missing, transforms
+from logdens import marginalize, missing, transforms
 from logdens.expr import FUNCTIONS, Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
 from logdens.expr import sum as expr_sum
 from logdens.mixture import Mixture
@@ -143,7 +143,9 @@ class Model:
         """A parameter with an optional prior (no prior: flat, improper).
 
         The constraint defaults to the prior's support (``real`` without a
-        prior); an explicit ``constraint`` overrides it. ``dims`` name its
+        prior); an explicit ``constraint`` overrides it. A prior of finite
+        discrete support makes a discrete parameter, summed out when the
+        model is compiled (``logdens.marginalize``). ``dims`` name its
         axis (PyMC's rule: without ``shape`` the dims' coords give the
         shape; with both, they must agree).
         """
@@ -172,7 +174,10 @@ class Model:
                 if isinstance(bound, Expr):
                     self._check_own(bound, f"{what}: its bound")
             bounds.check(constraint, shape, what)
-        self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
+        if constraint.integer and prior is not None and not mixture:  # summed out (logdens.marginalize)
+            self.transforms[name] = marginalize.support(name, prior, constraint)
+        else:
+            self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
         if self.transforms[name].event:
             self.transforms[name].check_shape(shape, what)
         node = Param(name, shape, constraint)
@@ -340,6 +345,10 @@ class Model:
     def compile(self, backend="cpu", cache_dir=None, parallel=False, dtype=None):
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
 
+        Discrete parameters (a finite support: ``ld.DiscreteUniform``,
+        ``ld.Categorical``, ``ld.Bernoulli`` priors) are summed out first
+        (``logdens.marginalize``); the samplers recover their draws.
+
         ``parallel=True`` makes ``log_density_gradient`` split each term's
         plate into fixed chunks over threads, for large data. Elements at a
         chunk's own index are written directly; other gradient entries go
@@ -356,8 +365,9 @@ class Model:
         ``dtype=None``, is float64. Other backends take no ``dtype``.
         """
         from logdens.engine import compile_model
-        return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel,
-                             dtype=dtype)
+        lowered, marginals = marginalize.rewrite(self.snapshot())  # discrete parameters summed out
+        density = compile_model(lowered, backend=backend, cache_dir=cache_dir, parallel=parallel, dtype=dtype)
+        return marginalize.attach(density, marginals) if marginals else density
 
 
 def _check_fixed_event(prior, shape, what):
