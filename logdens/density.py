@@ -623,6 +623,15 @@ class LogDensity:
         """The generated module's source code."""
         return self._source
 
+    def program(self):
+        """The lowered program of the log density and its gradient
+        (``logdens.compiler``): ``print(density.program())`` shows what is
+        computed, one statement per line with the model's names, as
+        ``jax.make_jaxpr`` shows a JAX function."""
+        from logdens import engine
+        from logdens.compiler import gradient_program
+        return gradient_program(*engine.lower(self.model))
+
     def __repr__(self):
         """The model as a listing with the current data's shapes (``logdens.show``)."""
         from logdens import show

@@ -1,0 +1,127 @@
+"""The lowered program (logdens.compiler): its statements, the emitters, and
+parity with the engine's generated ``core`` (value and gradient at 1e-12)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import logdens as ld
+from logdens.compiler import NotLowered, Program, emit, ir
+from logdens.distributions import constraints
+
+import parity_gate
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+from engine_models import hierarchical, logistic, normal, poisson, potential  # noqa: E402
+
+
+def eight_schools():
+    m = ld.Model()
+    mu = m.param("mu", ld.Normal(0, 5))
+    tau = m.param("tau", ld.HalfCauchy(5))
+    z = m.param("z", ld.Normal(0, 1), shape=8)
+    m.observe("y", ld.Normal(mu + tau * z, np.array([15.0, 10, 16, 11, 9, 11, 10, 18])),
+              np.array([28.0, 8, -3, 7, -1, 1, 18, 12]))
+    return m
+
+
+def reductions():
+    """A log-sum-exp and running sums of parameters, in a potential and an observed term."""
+    rng = np.random.default_rng(1)
+    m = ld.Model()
+    x, s = m.param("x", shape=6), m.param("s", ld.HalfNormal(1))
+    m.potential("p", ld.logsumexp(x * s) + ld.sum(ld.cumsum(x) ** 2) * 0.1)
+    m.observe("y", ld.Normal(ld.cumsum(x) * s, 1.0), rng.normal(size=6))
+    return m
+
+
+def positions():
+    """Gathers, slices, a constant position and an event-transformed (simplex) vector."""
+    rng = np.random.default_rng(2)
+    m = ld.Model()
+    v = m.param("v", ld.Normal(0, 1), shape=10)
+    w = m.param("w", constraint=constraints.simplex, shape=3)
+    m.observe("c", ld.Normal(w[np.array([0, 1, 2, 2])], 1.0), np.array([0.1, 0.2, 0.3, 0.4]))
+    m.observe("y", ld.Normal(v[1:] - v[:-1], 1.0), rng.normal(size=9))
+    m.potential("q", ld.sum(ld.exp(v[2]) * v))
+    return m
+
+
+def bounded():
+    """An interval-bounded scalar, a positive vector, a mean (``len`` at run time) and a
+    data-matrix product."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 3))
+    m = ld.Model()
+    r = m.param("r", ld.Uniform(-1, 2))
+    b = m.param("b", ld.HalfNormal(1), shape=3)
+    y = m.data("y", rng.normal(size=12))
+    m.observe("obs", ld.Normal(X @ b + r, 1.0), y)
+    m.potential("centre", -ld.square(ld.mean(y) - r))  # len(y) at run time
+    return m
+
+
+def engine_model(build):
+    return lambda: build(50, np.random.default_rng(0))[0]
+
+
+MODELS = {"eight_schools": eight_schools, "reductions": reductions, "positions": positions, "bounded": bounded,
+          **{f.__name__: engine_model(f) for f in (poisson, normal, potential, logistic, hierarchical)}}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_program_equals_the_engine(name):
+    """Value and gradient of the program's Python twin equal the engine's compiled
+    ``core`` at 1e-12 (relative; the same arithmetic, rounding only)."""
+    assert parity_gate.compare(MODELS[name]().compile(), points=3) is None
+
+
+def test_the_numba_emitter_compiles_the_program():
+    density = eight_schools().compile()
+    module = emit.load(emit.source(density.program(), density.model, density.layout, jit=True))
+    theta = np.linspace(-1, 1, density.dim)
+    grad = np.empty(density.dim)
+    lp = module.core(theta, grad, density.fdata, density.idata, True)
+    expected = density.log_density_gradient(theta)
+    assert lp == pytest.approx(expected[0], rel=1e-12) and np.allclose(grad, expected[1], rtol=1e-12, atol=0)
+
+
+def test_the_program_prints_one_statement_per_line_with_the_models_names():
+    text = str(eight_schools().compile().program())
+    assert text.splitlines()[0] == "core(theta, grad, data, jacobian):"
+    assert "map" in text and "over y[len(y)]" in text
+    assert "call Normal.logpdf_grad" in text and "constrain tau (LowerBound)" in text
+    assert "(mu + (tau * z))" not in text  # labels are in Value.label, shown by the emitter's comments
+    assert "accumulate grad[" in text and "(own_row)" in text
+
+
+def kinds(program, buffer_kind):
+    """The accumulation kinds into buffers of ``buffer_kind`` in ``program``."""
+    return {s.kind for s in program.statements()
+            if isinstance(s, ir.Accumulate) and isinstance(s.dest, ir.Buffer) and s.dest.kind == buffer_kind}
+
+
+def test_accumulations_say_who_else_adds_there():
+    program = positions().compile().program()
+    assert isinstance(program, Program)
+    assert kinds(program, "aconstrained") == {"scatter"}  # w[index]: rows may collide
+    assert kinds(program, "grad") == {"own_row", "shared"}  # v[i], v[1:] at their rows; v[2] once
+    assert any(isinstance(s, ir.ConstrainAdjoint) for s in program.statements())
+
+
+def test_reductions_are_maps_before_the_terms_and_swept_back_after():
+    statements = reductions().compile().program().statements()
+    maps = [s for s in statements if isinstance(s, ir.Map)]
+    assert any(s.backward for s in maps)  # the running sums' adjoints, last row first
+    assert any(isinstance(s, ir.Accumulate) and s.op == "max" for s in statements)  # log-sum-exp's largest
+    assert any(isinstance(s, ir.Workspace) for s in statements)
+
+
+def test_terms_not_lowered_yet_are_named():
+    m = ld.Model()
+    x = m.param("x", shape=3)
+    m.observe("y", ld.MvNormal(x, np.eye(3)), np.zeros(3))
+    with pytest.raises(NotLowered, match="term 'y'"):
+        m.compile().program()
