@@ -1,6 +1,6 @@
 """The compiler's parity gate (issue 37): every CPU model a test compiles is
-also lowered into a program (``logdens.compiler``), emitted as the Python
-twin, and its value and gradient compared with the engine's ``core`` at two
+also lowered into a program (``logdens.compiler``) with the CPU schedule's
+passes, emitted as the Python twin, and its value and gradient compared with the engine's ``core`` at two
 points. Run a test selection with it:
 
     PYTHONPATH=tests python -m pytest -p parity_gate tests/test_model.py
@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from logdens import engine
-from logdens.compiler import NotLowered, emit, gradient_program
+from logdens.compiler import NotLowered, cpu_program, emit
 
 TOLERANCE = 1e-12  # relative: the same arithmetic in another order, rounding only
 RESULTS = {"compiled": 0, "lowered": 0, "matched": 0, "not_lowered": {}, "mismatches": []}
@@ -30,7 +30,7 @@ def compare(density, points=2, seed=0):
     """``None`` if the program's value and gradient equal ``core``'s at ``points``
     random points (where ``core``'s value is finite), else what differs."""
     lowered, layout = engine.lower(density.model)
-    module = emit.load(emit.source(gradient_program(lowered, layout), lowered, layout, jit=False))
+    module = emit.load(emit.source(cpu_program(lowered, layout), lowered, layout, jit=False))
     rng = np.random.default_rng(seed)
     for _ in range(points):
         theta = rng.normal(0.0, 0.5, density.dim)

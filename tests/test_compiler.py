@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import logdens as ld
-from logdens.compiler import NotLowered, Program, emit, ir
+from logdens import engine
+from logdens.compiler import NotLowered, Program, cpu_program, emit, gradient_program, ir
 from logdens.distributions import constraints
 
 import parity_gate
@@ -78,9 +79,10 @@ def test_the_program_equals_the_engine(name):
     assert parity_gate.compare(MODELS[name]().compile(), points=3) is None
 
 
-def test_the_numba_emitter_compiles_the_program():
-    density = eight_schools().compile()
-    module = emit.load(emit.source(density.program(), density.model, density.layout, jit=True))
+@pytest.mark.parametrize("name", ["eight_schools", "hierarchical"])
+def test_the_numba_emitter_compiles_the_program(name):
+    density = MODELS[name]().compile()
+    module = emit.load(emit.source(cpu_program(density.model, density.layout), density.model, density.layout))
     theta = np.linspace(-1, 1, density.dim)
     grad = np.empty(density.dim)
     lp = module.core(theta, grad, density.fdata, density.idata, True)
@@ -104,15 +106,44 @@ def kinds(program, buffer_kind):
 
 
 def test_accumulations_say_who_else_adds_there():
-    program = positions().compile().program()
-    assert isinstance(program, Program)
+    program = gradient_program(*engine.lower(positions()))  # before the CPU schedule's passes
+    assert isinstance(program, Program) and isinstance(positions().compile().program(), Program)
     assert kinds(program, "aconstrained") == {"scatter"}  # w[index]: rows may collide
     assert kinds(program, "grad") == {"own_row", "shared"}  # v[i], v[1:] at their rows; v[2] once
     assert any(isinstance(s, ir.ConstrainAdjoint) for s in program.statements())
 
 
+def test_products_and_gathers_at_the_rows_run_in_blocks():
+    """The CPU schedule: X @ beta and a[idx] go through per-block buffers, so the
+    rows read and write only at their own row."""
+    density = MODELS["hierarchical"]().compile()
+    blocked = [s for s in cpu_program(density.model, density.layout).statements() if isinstance(s, ir.Blocked)]
+    assert blocked and all(isinstance(x, ir.BlockGather) for x in blocked[0].before)
+    assert any(isinstance(x, ir.BlockScatter) for x in blocked[0].after)
+    assert not any(isinstance(x, ir.Index) for x in blocked[0].body)
+    blocked = [s for s in cpu_program(*engine_model_density("logistic")).statements() if isinstance(s, ir.Blocked)]
+    assert isinstance(blocked[0].before[0], ir.BlockProduct) and isinstance(blocked[0].after[0], ir.BlockProductAdjoint)
+
+
+def test_a_vector_whose_entries_one_map_writes_at_its_rows_is_assigned_not_zeroed():
+    program = cpu_program(*engine_model_density("normal"))
+    zero = next(s for s in program.statements() if isinstance(s, ir.Zero))
+    assert zero.kept == ("mu",)
+    assert any(isinstance(s, ir.Store) and s.buffer.kind == "grad" for s in program.statements())
+    eight = cpu_program(*engine_model_density("eight_schools"))  # z: written by its prior, then added to
+    assert next(s for s in eight.statements() if isinstance(s, ir.Zero)).kept == ("z",)
+    adds = [s for s in eight.statements() if isinstance(s, ir.Accumulate) and s.at is not None
+            and s.dest.kind == "grad" and s.dest.name == "z"]
+    assert len(adds) == 1
+
+
+def engine_model_density(name):
+    density = MODELS[name]().compile()
+    return density.model, density.layout
+
+
 def test_reductions_are_maps_before_the_terms_and_swept_back_after():
-    statements = reductions().compile().program().statements()
+    statements = gradient_program(*engine.lower(reductions())).statements()
     maps = [s for s in statements if isinstance(s, ir.Map)]
     assert any(s.backward for s in maps)  # the running sums' adjoints, last row first
     assert any(isinstance(s, ir.Accumulate) and s.op == "max" for s in statements)  # log-sum-exp's largest

@@ -20,7 +20,7 @@ compiler issue's next steps.
 """
 
 from logdens import expr as ex
-from logdens import rules
+from logdens import rules, validate
 from logdens.compiler import ir
 from logdens.expr import ModelError
 from logdens.ops import OPS
@@ -241,7 +241,7 @@ class Builder:
         else:
             dest = ir.Buffer("grad", vector.name, slot.offset)
             through = None if slot.transform.identity else ir.Buffer("dconstrained", vector.name)
-        return lambda a: [ir.DotAdjoint(dest, X, at, a, length, "shared", through)]
+        return lambda a: [ir.DotAdjoint(dest, X, at, a, length, "shared", through, out)]
 
     def _lower_sum(self, node, out, scope, outer, at):
         arg = node.children[0]
@@ -354,7 +354,8 @@ class Builder:
             partials = tuple(self.new(loop, f"d{term.name}/d{n}", "r") if self.needs_grad(a) else None
                              for n, a in zip(spec.arg_names, term.args))
             lp = self.new(loop, term.name, "lp")
-            loop.forward += [ir.Call((lp,) + partials, spec, args, keep),
+            checked = spec.takes_x_valid and validate.value_checked(term)
+            loop.forward += [ir.Call((lp,) + partials, spec, args, keep, checked),
                              ir.Accumulate(ir.Buffer("lp", "lp"), lp, "shared")]
             seed = [s for a, v, r in zip(term.args, args, partials) if r is not None
                     for s in self.push(a, v, r, loop)]
@@ -410,6 +411,7 @@ def gradient_program(model, layout):
         lines = builder.term(term, keep)
         body += [ir.When("jacobian", tuple(lines))] if term.kind == "jacobian" else lines
     body += [ir.ConstrainAdjoint(p.name, type(p.transform).__name__) for p in vectors if p.transform.event]
-    body.append(ir.When("jacobian", tuple(ir.Jacobian(p.name, type(p.transform).__name__)
-                                          for p in layout.params.values() if not p.transform.identity)))
+    jacobians = tuple(ir.Jacobian(p.name, type(p.transform).__name__)
+                      for p in layout.params.values() if not p.transform.identity)
+    body += [ir.When("jacobian", jacobians)] if jacobians else []
     return ir.Program("core", tuple(body))

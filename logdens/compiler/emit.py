@@ -12,6 +12,7 @@ decorators afterwards.
 import types
 
 from logdens.compiler import ir
+from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, transposed_group
 from logdens.layout import module_alias
 from logdens.lines import indent, literal, plus
 from logdens.ops import OPS
@@ -23,6 +24,7 @@ class Emitter:
     def __init__(self, layout):
         self.layout = layout
         self.workspaces = {}
+        self.block, self.views = None, {}  # in a map in blocks: its row, and views of the block
 
     def ident(self, name):
         return self.layout.params[name].ident
@@ -38,41 +40,50 @@ class Emitter:
         return str(size.value)
 
     def arg(self, a):
-        return literal(a) if isinstance(a, float) else str(a.name) if isinstance(a, ir.Value) else str(a)
+        """Code of a statement's argument; the block's row as a position in the array (``b0 + i``)."""
+        if isinstance(a, float):
+            return literal(a)
+        if isinstance(a, ir.Value):
+            return a.name
+        return f"(b0 + {a})" if self.block is not None and a == self.block else str(a)
 
     def position(self, at):
         index = None if at.index is None else self.arg(at.index)
         return plus(at.base, index) if index is not None else str(at.base)
 
-    def element(self, buffer, at):
-        """Code of ``buffer[at]``."""
+    def array(self, buffer):
+        """``(array, base)``: the code of ``buffer``'s array and of its first element's position."""
         kind = buffer.kind
-        if kind == "theta":
-            slot = self.layout.params[buffer.name]
-            return f"theta[{plus(slot.offset_code, self.arg(at.index)) if at.index is not None else slot.offset_code}]"
-        if kind == "grad":
-            slot = self.layout.params[buffer.name]
-            return f"grad[{plus(slot.offset_code, self.arg(at.index)) if at.index is not None else slot.offset_code}]"
+        if kind in ("theta", "grad"):
+            return kind, self.layout.params[buffer.name].offset_code
         if kind in ("constrained", "dconstrained", "aconstrained"):
             prefix = {"constrained": "w", "dconstrained": "dw", "aconstrained": "aw"}[kind]
-            return f"{prefix}_{self.ident(buffer.name)}[{self.arg(at.index)}]"
-        if kind == "workspace":
-            return f"{buffer.name}[{self.arg(at.index)}]"
+            return f"{prefix}_{self.ident(buffer.name)}", "0"
         if kind == "data":
-            ident = self.layout.data[buffer.name].ident
-            return f"d_{ident}[{self.arg(at.index) if at.index is not None else 0}]"
+            return f"d_{self.layout.data[buffer.name].ident}", "0"
+        if kind in ("workspace", "block"):
+            return buffer.name, "0"
         raise ValueError(f"no element of {buffer}")
+
+    def element(self, buffer, at):
+        """Code of ``buffer[at]``. In a map in blocks, an element at the block's row
+        is read through a view of the block (``rows``: numba then knows the
+        position is not negative, and the loop vectorizes)."""
+        array, base = self.array(buffer)
+        if at.index is None:
+            return f"{array}[{base}]"
+        if buffer.kind == "block":  # the block's own rows
+            return f"{array}[{at.index}]"
+        if self.block is not None and at.index == self.block:
+            view = f"{array}_b{len(self.views)}" if (array, base) not in self.views else self.views[(array, base)][0]
+            self.views[(array, base)] = (view, f"{array}[{plus(base, 'b0')}:{plus(base, 'b1')}]")
+            return f"{view}[{at.index}]"
+        return f"{array}[{plus(base, self.arg(at.index))}]"
 
     def matrix(self, buffer, row, column):
         slot = self.layout.data[buffer.name]
         return f"d_{slot.ident}[{row}, {column}]" if slot.row_major else f"d_{slot.ident}[{column}, {row}]"
 
-    def vector(self, buffer):
-        """``(array, offset)`` of a parameter vector's buffer."""
-        if buffer.kind == "theta" or buffer.kind == "grad":
-            return buffer.kind, self.layout.params[buffer.name].offset_code
-        prefix = {"constrained": "w", "dconstrained": "dw", "aconstrained": "aw"}[buffer.kind]
-        return f"{prefix}_{self.ident(buffer.name)}", "0"
 
     # ----- statements -----------------------------------------------------
     def lines(self, body):
@@ -82,7 +93,11 @@ class Emitter:
         return out
 
     def _zero(self, s):
-        return [f"{s.buffer.name if s.buffer.kind == 'workspace' else s.buffer.kind}[:] = 0.0"]
+        if s.buffer.kind != "grad":
+            return [f"{s.buffer.name}[:] = 0.0"]
+        if not s.kept:
+            return ["grad[:] = 0.0"]
+        return [f"grad[{a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in s.kept)]
 
     def _workspace(self, s):
         self.workspaces[s.buffer.name] = self.size(s.size)
@@ -141,18 +156,19 @@ class Emitter:
 
     def _call(self, s):
         result = f"r_{s.outs[0].name}"
-        lines = [f"{result} = {module_alias(s.spec)}.logpdf_grad({', '.join(map(self.arg, s.args))}, {s.keep!r})",
+        lines = [f"{result} = {module_alias(s.spec)}.logpdf_grad({', '.join(map(self.arg, s.args))}, {s.keep!r}"
+                 f"{', True' if s.x_checked else ''})",
                  f"{s.outs[0].name} = {result}[0]  # {s.outs[0].label}"]
         return lines + [f"{o.name} = {result}[{j}]" for j, o in enumerate(s.outs) if j and o is not None]
 
     def _dot(self, s):
-        array, offset = self.vector(s.vector)
+        array, offset = self.array(s.vector)
         j = f"j_{s.out.name}"
         return [f"{s.out.name} = 0.0  # {s.out.label}", f"for {j} in range({self.size(s.length)}):",
                 f"    {s.out.name} += {self.matrix(s.matrix, self.arg(s.row), j)} * {array}[{plus(offset, j)}]"]
 
     def _dotadjoint(self, s):
-        array, offset = self.vector(s.dest)
+        array, offset = self.array(s.dest)
         j = f"j_{s.scale.name}"
         value = f"{self.arg(s.scale)} * {self.matrix(s.matrix, self.arg(s.row), j)}"
         if s.through is not None:
@@ -181,9 +197,68 @@ class Emitter:
         loop = f"range({n} - 1, -1, -1)" if s.backward else f"range({n})"
         return [f"for {s.index} in {loop}:  # {s.plate.name}"] + indent(self.lines(s.body) or ["pass"])
 
+    def _blocked(self, s):
+        """The map in blocks of ``BLOCK`` rows; its buffers rows of one array
+        allocated once per call."""
+        n = self.size(s.plate.length)
+        buffers = [b for x in s.before + s.after for b in _block_buffers(x)]
+        buffers += [x.buffer for x in ir.walk(s.body) if isinstance(x, ir.Store) and x.buffer not in buffers]
+        scratch = f"scratch_{s.index}"
+        self.workspaces[scratch] = f"({len(buffers)}, {BLOCK})"
+        lines = [f"{b.name} = {scratch}[{k}]" for k, b in enumerate(buffers)]
+        lines += [f"v{x.buffer.name} = {self.span(x.vector)}" for x in s.before if isinstance(x, ir.BlockProduct)]
+        self.block, self.views = s.index, {}
+        rows = self.lines(s.body)
+        views = [f"{view} = {code}" for view, code in self.views.values()]
+        self.block = None
+        inner = [f"b1 = min(b0 + {BLOCK}, {n})"] + views + self.lines(s.before)
+        inner += [f"for {s.index} in range(b1 - b0):  # {s.plate.name}"] + indent(rows or ["pass"])
+        return lines + [f"for b0 in range(0, {n}, {BLOCK}):"] + indent(inner + self.lines(s.after))
+
+    def span(self, buffer):
+        """Code of a parameter vector's constrained values (a view of ``theta``)."""
+        slot = self.layout.params[buffer.name]
+        if buffer.kind == "theta":
+            return f"theta[{slot.offset_code}:{slot.end_code}]"
+        return f"w_{slot.ident}"
+
+    def _blockproduct(self, s):
+        X, size = f"d_{self.layout.data[s.matrix.name].ident}", self.layout.params[s.vector.name].constrained_size
+        return [f"{s.buffer.name}[:b1 - b0] = 0.0"] + column_groups(
+            size, lambda cols: product_group(X, s.buffer.name, cols))
+
+    def _blockproductadjoint(self, s):
+        X, size = f"d_{self.layout.data[s.matrix.name].ident}", self.layout.params[s.dest.name].constrained_size
+        product = s.adjoints.name[1:]  # transposed_group reads a<product>
+
+        def sink(c):
+            scale = f"dw_{self.ident(s.through.name)}[{c}] * " if s.through is not None else ""
+            return lambda value: f"{self.element(s.dest, ir.At(c))} += {scale}{value}"
+        return column_groups(size, lambda cols: transposed_group(X, product, cols, [sink(c) for c in cols]))
+
+    def _blockgather(self, s):
+        ident = self.layout.data[s.index.name].ident
+        load = self.element(s.source, ir.At(f"i_{ident}[b0 + r]", s.base))
+        return ["for r in range(b1 - b0):", f"    {s.buffer.name}[r] = {load}"]
+
+    def _blockscatter(self, s):
+        ident = self.layout.data[s.index.name].ident
+        view = f"view_{s.adjoints.name}"
+
+        def entry(k):
+            return lambda value: f"{self.element(s.dest, ir.At(k, s.base))} += {value}"
+        return [f"{view} = i_{ident}[b0:b1]"] + scatter(view, f"sorted_{ident}", entry, s.adjoints.name)
+
     def _when(self, s):
         body = self.lines(s.body)
         return [f"if {s.flag}:"] + indent(body) if body else []
+
+
+def _block_buffers(statement):
+    """The block buffers a statement before or after a block's rows fills or reads."""
+    if isinstance(statement, (ir.BlockProduct, ir.BlockGather)):
+        return [statement.buffer]
+    return [statement.adjoints]
 
 
 def source(program, model, layout, jit=True):

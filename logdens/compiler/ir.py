@@ -161,12 +161,15 @@ class Partial(NamedTuple):
 
 class Call(NamedTuple):
     """``spec.logpdf_grad(*args)`` with the summands ``keep``: ``outs[0]`` the
-    value, ``outs[1 + j]`` the partial in argument ``j`` (None: not needed)."""
+    value, ``outs[1 + j]`` the partial in argument ``j`` (None: not needed);
+    ``x_checked``: the value is data checked when set, so the kernel skips its
+    support test."""
 
     outs: tuple
     spec: object
     args: tuple
     keep: tuple
+    x_checked: bool = False
 
     def __str__(self):
         names = ", ".join(str(o) if o is not None else "_" for o in self.outs)
@@ -188,7 +191,8 @@ class Dot(NamedTuple):
 
 class DotAdjoint(NamedTuple):
     """``dest[j] += scale * matrix[row, j]`` for every column ``j`` (times
-    ``dconstrained[j]`` when ``through`` names it; ``kind`` as ``Accumulate``'s)."""
+    ``dconstrained[j]`` when ``through`` names it; ``kind`` as ``Accumulate``'s):
+    the adjoint of the product ``of``."""
 
     dest: Buffer
     matrix: Buffer
@@ -197,6 +201,7 @@ class DotAdjoint(NamedTuple):
     length: Size
     kind: str
     through: Optional[Buffer] = None
+    of: Optional[Value] = None  # the product's value
 
     def __str__(self):
         chain = f" * {self.through}[:]" if self.through is not None else ""
@@ -227,7 +232,8 @@ class Accumulate(NamedTuple):
 
 
 class Store(NamedTuple):
-    """``buffer[at] = value``: a row's own element of a workspace."""
+    """``buffer[at] = value``: a row's own element (of a workspace, a block's
+    buffer, or a gradient entry its first writer assigns)."""
 
     buffer: Buffer
     at: At
@@ -259,6 +265,72 @@ class Map(NamedTuple):
         return f"map {self.index} over {self.plate}[{self.plate.length}]{' backward' if self.backward else ''}:"
 
 
+class Blocked(NamedTuple):
+    """A ``Map`` run in blocks of rows (the CPU schedule, ``cpu_schedule``):
+    per block, ``before`` fills buffers (``Buffer`` kind ``block``, one element
+    per row of the block), ``body`` runs for each row reading and writing only
+    them at its own row, ``after`` empties the adjoint buffers."""
+
+    plate: Plate
+    index: str
+    before: tuple
+    body: tuple
+    after: tuple
+
+    def __str__(self):
+        return f"map {self.index} over {self.plate}[{self.plate.length}] in blocks of rows:"
+
+
+class BlockProduct(NamedTuple):
+    """``buffer = matrix[block, :] @ vector``."""
+
+    buffer: Buffer
+    matrix: Buffer
+    vector: Buffer
+    length: Size
+
+    def __str__(self):
+        return f"{self.buffer} = {self.matrix}[block, :] @ {self.vector}"
+
+
+class BlockProductAdjoint(NamedTuple):
+    """``dest += matrix[block, :].T @ adjoints`` (times ``through``, a ``dconstrained`` buffer)."""
+
+    dest: Buffer
+    matrix: Buffer
+    adjoints: Buffer
+    length: Size
+    through: Optional[Buffer] = None
+
+    def __str__(self):
+        chain = f" * {self.through}" if self.through is not None else ""
+        return f"accumulate {self.dest} += {self.matrix}[block, :].T @ {self.adjoints}{chain}"
+
+
+class BlockGather(NamedTuple):
+    """``buffer[r] = source[base + index[r]]`` for the block's rows ``r``."""
+
+    buffer: Buffer
+    source: Buffer
+    index: Buffer
+    base: int = 0
+
+    def __str__(self):
+        return f"{self.buffer} = {self.source}[{self.index}[block]]"
+
+
+class BlockScatter(NamedTuple):
+    """``dest[base + index[r]] += adjoints[r]`` for the block's rows (indices may repeat)."""
+
+    dest: Buffer
+    index: Buffer
+    adjoints: Buffer
+    base: int = 0
+
+    def __str__(self):
+        return f"accumulate {self.dest}[{self.index}[block]] += {self.adjoints}  (scatter)"
+
+
 class Constrain(NamedTuple):
     """Parameter ``name``'s constrained value from ``theta``: a scalar's into
     ``out`` and its derivative into ``dout``; a vector's into its
@@ -277,10 +349,15 @@ class Constrain(NamedTuple):
 
 
 class Zero(NamedTuple):
+    """``buffer[:] = 0.0``; for ``grad``, the parameters ``kept`` excepted (their
+    first writer assigns every entry: ``cpu_schedule.assign_first``)."""
+
     buffer: Buffer
+    kept: tuple = ()
 
     def __str__(self):
-        return f"{self.buffer}[:] = 0.0"
+        but = f" except {', '.join(self.kept)}" if self.kept else ""
+        return f"{self.buffer}[:] = 0.0{but}"
 
 
 class Length(NamedTuple):
@@ -348,7 +425,11 @@ class Program(NamedTuple):
 def _lines(body, depth, out):
     for statement in body:
         out.append("    " * depth + str(statement))
-        if isinstance(statement, (Map, When)):
+        if isinstance(statement, Blocked):
+            for part in ("before", "body", "after"):
+                out.append("    " * (depth + 1) + ("rows:" if part == "body" else f"{part} the rows:"))
+                _lines(getattr(statement, part), depth + 2, out)
+        elif isinstance(statement, (Map, When)):
             _lines(statement.body, depth + 1, out)
 
 
@@ -356,5 +437,8 @@ def walk(body):
     """The statements of ``body`` and of the bodies nested in them, in order."""
     for statement in body:
         yield statement
-        if isinstance(statement, (Map, When)):
+        if isinstance(statement, Blocked):
+            for part in (statement.before, statement.body, statement.after):
+                yield from walk(part)
+        elif isinstance(statement, (Map, When)):
             yield from walk(statement.body)
