@@ -6,7 +6,7 @@ Both run on the same data in one process, timed in turns (round robin, the
 median of each); the table gives the new path's time over the old one's
 (target: within 5% of 1.00). Run: ``python benchmarks/bench_compiler.py``;
 a true AVX2 build: ``python benchmarks/machine.py --avx2 python
-benchmarks/bench_compiler.py``. ``--sizes 1000 100000`` picks the sizes.
+benchmarks/bench_compiler.py``. ``--sizes 1000 100000`` and ``--models`` pick the rows.
 """
 
 import argparse
@@ -58,12 +58,13 @@ def row(name, n):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 100000])
+    parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     args = parser.parse_args()
     print(machine.describe(machine.pin_one_core()))
     print("| model | N | engine core (us) | program core (us) | program / engine |")
     print("|---|---|---|---|---|")
     for n in args.sizes:
-        for name in MODELS:
+        for name in args.models:
             print(row(name, n), flush=True)
 
 

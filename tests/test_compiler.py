@@ -38,6 +38,15 @@ def reductions():
     return m
 
 
+def sums():
+    """Sums of a vector parameter alone (one pass) and with a scalar inside (two)."""
+    m = ld.Model()
+    x, s, t = m.param("x", shape=7), m.param("s", ld.HalfNormal(1)), m.param("t", shape=5)
+    m.potential("alone", -ld.square(ld.sum(ld.exp(-x))))
+    m.potential("with_scalar", -ld.square(ld.sum(ld.exp(-s * t))))
+    return m
+
+
 def positions():
     """Gathers, slices, a constant position and an event-transformed (simplex) vector."""
     rng = np.random.default_rng(2)
@@ -68,7 +77,7 @@ def engine_model(build):
     return lambda: build(50, np.random.default_rng(0))[0]
 
 
-MODELS = {"eight_schools": eight_schools, "reductions": reductions, "positions": positions, "bounded": bounded,
+MODELS = {"eight_schools": eight_schools, "reductions": reductions, "sums": sums, "positions": positions, "bounded": bounded,
           **{f.__name__: engine_model(f) for f in (poisson, normal, potential, logistic, hierarchical)}}
 
 
@@ -135,6 +144,13 @@ def test_a_vector_whose_entries_one_map_writes_at_its_rows_is_assigned_not_zeroe
     adds = [s for s in eight.statements() if isinstance(s, ir.Accumulate) and s.at is not None
             and s.dest.kind == "grad" and s.dest.name == "z"]
     assert len(adds) == 1
+
+
+def test_a_sum_of_one_vector_parameter_stores_its_derivatives_in_one_pass():
+    maps = [s for s in cpu_program(*engine_model_density("sums")).body if isinstance(s, ir.Map)]
+    fused = [m for m in maps if m.pair and m.seed is None and any(isinstance(x, ir.Store) for x in m.body)]
+    assert len(fused) == 1  # x alone; the sum with the scalar s inside keeps its reverse map
+    assert any(m.seed is not None and m.pair != fused[0].pair for m in maps)
 
 
 def engine_model_density(name):

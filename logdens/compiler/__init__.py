@@ -3,7 +3,7 @@
 (``emit``). See DESIGN.md, "The lowered program"."""
 
 from logdens.compiler.ad import NotLowered, gradient_program
-from logdens.compiler.cpu_schedule import assign_first, row_blocks
+from logdens.compiler.cpu_schedule import assign_first, one_pass_sums, row_blocks
 from logdens.compiler.ir import Program
 
 __all__ = ["NotLowered", "Program", "cpu_program", "gradient_program"]
@@ -11,4 +11,4 @@ __all__ = ["NotLowered", "Program", "cpu_program", "gradient_program"]
 
 def cpu_program(model, layout):
     """The gradient's program with the CPU schedule's passes applied."""
-    return assign_first(row_blocks(gradient_program(model, layout)))
+    return assign_first(one_pass_sums(row_blocks(gradient_program(model, layout))))

@@ -249,14 +249,14 @@ class Builder:
         loop = Scope(plate, self.fresh("i"))
         element = self.value(arg, loop, outer, loop.index)
         outer.forward += [ir.Local(out), ir.Map(plate, loop.index, tuple(loop.forward) + (
-            ir.Accumulate(out, element, "shared"),))]
+            ir.Accumulate(out, element, "shared"),), pair=plate.name)]
 
         def sweep(a):
-            back = Scope(plate, self.fresh("i"))
+            back = Scope(plate, loop.index)  # the forward map's row name: a pass may fuse the two
             x = self.value(arg, back, outer, back.index)
             seed = self.push(arg, x, a, back)
             body = back.forward + back.adjoint_locals() + seed + back.reverse()
-            return [ir.Map(plate, back.index, tuple(body))]
+            return [ir.Map(plate, back.index, tuple(body), pair=plate.name, seed=a)]
         return sweep
 
     def _lower_logsumexp(self, node, out, scope, outer, at):

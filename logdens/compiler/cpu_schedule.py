@@ -1,5 +1,10 @@
 """The CPU schedule: passes over a lowered program that make its loops vectorize.
 
+``one_pass_sums``: a sum whose elements read one vector parameter, at their
+rows, that nothing else reads, stores each element's derivative in that
+parameter's gradient entry in its forward map; the map after the terms only
+scales them by the sum's adjoint (no second pass recomputing the elements).
+
 ``assign_first``: a vector parameter whose gradient entries are first
 written by one term's map, each at its own row, has them assigned there
 instead of zeroed before the terms and added to (one pass over the gradient
@@ -90,8 +95,11 @@ def assign_first(program):
         position, top, first = writes[0]
         rows = top.index if isinstance(top, (ir.Map, ir.Blocked)) and not getattr(top, "backward", False) else None
         in_top = [s for p, t, s in writes if p == position]
-        if (rows is not None and len(in_top) == 1 and isinstance(first, ir.Accumulate)
-                and first.kind == "own_row" and first.at.index == rows and any(x is first for x in top.body)):
+        at_rows = (rows is not None and len(in_top) == 1 and isinstance(first, (ir.Store, ir.Accumulate))
+                   and first.at is not None and first.at.index == rows and any(x is first for x in top.body))
+        if at_rows and isinstance(first, ir.Store):  # assigned already (``one_pass_sums``)
+            assigned[id(first)] = first
+        elif at_rows and isinstance(first, ir.Accumulate) and first.kind == "own_row":
             assigned[id(first)] = ir.Store(first.dest, first.at, first.value)
     if not assigned:
         return program
@@ -103,8 +111,8 @@ def assign_first(program):
 
 def _grad_written(s):
     """The parameter whose gradient entries ``s`` writes, or None."""
-    if isinstance(s, (ir.Accumulate, ir.DotAdjoint, ir.BlockProductAdjoint, ir.BlockScatter)):
-        dest = s.dest
+    if isinstance(s, (ir.Accumulate, ir.DotAdjoint, ir.BlockProductAdjoint, ir.BlockScatter, ir.Store)):
+        dest = s.buffer if isinstance(s, ir.Store) else s.dest
         return dest.name if isinstance(dest, ir.Buffer) and dest.kind == "grad" else None
     if isinstance(s, (ir.ConstrainAdjoint, ir.Jacobian)):
         return s.name
@@ -118,4 +126,69 @@ def _replace(s, assigned):
         return s._replace(body=tuple(_replace(x, assigned) for x in s.body))
     if isinstance(s, (ir.Map, ir.When)):
         return s._replace(body=tuple(_replace(x, assigned) for x in s.body))
+    return s
+
+
+def one_pass_sums(program):
+    """``program`` with each eligible sum's reverse map fused into its forward one
+    (see the module docstring)."""
+    body = list(program.body)
+    forward = {s.pair: k for k, s in enumerate(body) if isinstance(s, ir.Map) and s.pair and s.seed is None}
+    for k, back in enumerate(body):
+        if not (isinstance(back, ir.Map) and back.pair and back.seed is not None and back.pair in forward):
+            continue
+        f = forward[back.pair]
+        name = _sole_row_parameter(back, [s for j, s in enumerate(body) if j not in (f, k)])
+        if name is None:
+            continue
+        derivative = tuple(_with_unit_seed(s, back.seed) for s in back.body)
+        body[f] = body[f]._replace(body=body[f].body + derivative)
+        g, scaled = (ir.Value(f"{prefix}_{back.pair}", back.plate.name, (), f"d lp / d {name}") for prefix in ("g", "sg"))
+        grad, at = _written(back).dest, _written(back).at
+        body[k] = ir.Map(back.plate, back.index, (ir.Load(g, grad, at), ir.Let(scaled, "mul", (g, back.seed)),
+                                                  ir.Store(grad, at, scaled)))
+    return ir.Program(program.name, tuple(body))
+
+
+def _written(back):
+    return next(s for s in ir.walk(back.body) if _grad_written(s) is not None)
+
+
+def _sole_row_parameter(back, others):
+    """The vector parameter whose gradient ``back`` writes, once per row at its own
+    row and nothing else, if no statement of ``others`` reads or writes it; else None."""
+    writes = [s for s in ir.walk(back.body) if _grad_written(s) is not None]
+    if len(writes) != 1 or not isinstance(writes[0], ir.Accumulate):
+        return None
+    write = writes[0]
+    if write.kind != "own_row" or write.at.index != back.index or write.dest.kind != "grad":
+        return None
+    name = write.dest.name
+    if any(_touches(s, name) for s in ir.walk(others)):
+        return None
+    own = {getattr(s, "out").name for s in ir.walk(back.body) if isinstance(getattr(s, "out", None), ir.Value)}
+    if any(isinstance(s, ir.Accumulate) and isinstance(s.dest, ir.Value) and s.dest.name not in own
+           for s in ir.walk(back.body)):
+        return None  # it also adds to the adjoint of a value outside (a scalar in the sum)
+    return name
+
+
+def _touches(s, name):
+    """Whether statement ``s`` reads or writes parameter ``name``'s values or gradient."""
+    if _grad_written(s) == name and not isinstance(s, ir.Jacobian):
+        return True
+    buffers = [getattr(s, field) for field in ("buffer", "vector", "source") if hasattr(s, field)]
+    return any(isinstance(b, ir.Buffer) and b.name == name and b.kind in ("theta", "constrained", "grad")
+               for b in buffers)
+
+
+def _with_unit_seed(s, seed):
+    """``s`` with the reduction's adjoint ``seed`` replaced by 1.0, and its gradient
+    write an assignment (the derivative of the row's element)."""
+    if isinstance(s, ir.Accumulate) and s.value == seed:
+        return s._replace(value=1.0)
+    if isinstance(s, ir.Accumulate) and _grad_written(s) is not None:
+        return ir.Store(s.dest, s.at, s.value)
+    if isinstance(s, (ir.Map, ir.When)):
+        return s._replace(body=tuple(_with_unit_seed(x, seed) for x in s.body))
     return s

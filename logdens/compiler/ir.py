@@ -254,15 +254,20 @@ class Workspace(NamedTuple):
 
 
 class Map(NamedTuple):
-    """The statements ``body`` for every row ``index`` of ``plate`` (``backward``: last first)."""
+    """The statements ``body`` for every row ``index`` of ``plate`` (``backward``:
+    last first). A reduction's two maps share a ``pair`` name: the forward one,
+    and the reverse one that sweeps the reduction's adjoint ``seed`` back."""
 
     plate: Plate
     index: str
     body: tuple
     backward: bool = False
+    pair: Optional[str] = None
+    seed: Optional[Value] = None
 
     def __str__(self):
-        return f"map {self.index} over {self.plate}[{self.plate.length}]{' backward' if self.backward else ''}:"
+        seed = f" (adjoint {self.seed})" if self.seed is not None else ""
+        return f"map {self.index} over {self.plate}[{self.plate.length}]{' backward' if self.backward else ''}{seed}:"
 
 
 class Blocked(NamedTuple):
