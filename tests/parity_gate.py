@@ -1,7 +1,8 @@
 """The compiler's parity gate (issue 37): every CPU model a test compiles is
-also lowered into a program (``logdens.compiler``) with the CPU schedule's
-passes, emitted as the Python twin, and its value and gradient compared with the engine's ``core`` at two
-points. Run a test selection with it:
+also lowered into programs (``logdens.compiler``) with the CPU schedule's
+passes, emitted as the Python twin, and compared with the engine's ``core``,
+``value`` (with and without the Jacobian) and ``constants`` at two points.
+Run a test selection with it:
 
     PYTHONPATH=tests python -m pytest -p parity_gate tests/test_model.py
 
@@ -23,26 +24,32 @@ _compile_model = engine.compile_model
 
 
 def _close(a, b):
-    return np.all(np.abs(a - b) <= TOLERANCE * np.maximum(1.0, np.abs(a)))
+    """Equal at ``TOLERANCE``, or the same infinity."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((a == b) | (np.abs(a - b) <= TOLERANCE * np.maximum(1.0, np.abs(a)))))
 
 
 def compare(density, points=2, seed=0):
     """``None`` if the program's value and gradient equal ``core``'s at ``points``
     random points (where ``core``'s value is finite), else what differs."""
     lowered, layout = engine.lower(density.model)
-    module = emit.load(emit.source(cpu_program(lowered, layout), lowered, layout, jit=False))
+    programs = [cpu_program(lowered, layout, name) for name in ("core", "value", "constants")]
+    new, old = emit.load(emit.source(programs, lowered, layout, jit=False)), density._module
+    data = density.fdata, density.idata
     rng = np.random.default_rng(seed)
     for _ in range(points):
         theta = rng.normal(0.0, 0.5, density.dim)
-        old, new = np.empty(density.dim), np.empty(density.dim)
-        lp_old = density._module.core(theta, old, density.fdata, density.idata, True)
-        lp_new = module.core(theta, new, density.fdata, density.idata, True)
-        if not np.isfinite(lp_old):
-            if lp_new != lp_old:
-                return f"value {lp_new} where core gives {lp_old}"
-            continue
-        if not (_close(lp_old, lp_new) and _close(old, new)):
-            return f"value {lp_new} vs {lp_old}, gradient max diff {np.max(np.abs(old - new), initial=0.0):.3g}"
+        old_grad, new_grad = np.empty(density.dim), np.empty(density.dim)
+        pairs = {"core": (old.core(theta, old_grad, *data, True), new.core(theta, new_grad, *data, True)),
+                 "value": (old.value(theta, *data, True), new.value(theta, *data, True)),
+                 "value without the jacobian": (old.value(theta, *data, False), new.value(theta, *data, False)),
+                 "constants": (old.constants(theta, *data), new.constants(theta, *data))}
+        for what, (a, b) in pairs.items():
+            if not _close(a, b):
+                return f"{what}: {b} where the engine gives {a}"
+        if np.isfinite(pairs["core"][0]) and not _close(old_grad, new_grad):
+            return f"gradient max diff {np.max(np.abs(old_grad - new_grad), initial=0.0):.3g}"
     return None
 
 

@@ -101,7 +101,7 @@ def test_the_numba_emitter_compiles_the_program(name):
 
 def test_the_program_prints_one_statement_per_line_with_the_models_names():
     text = str(eight_schools().compile().program())
-    assert text.splitlines()[0] == "core(theta, grad, data, jacobian):"
+    assert text.splitlines()[0] == "core(theta, grad, fdata, idata, jacobian):"
     assert "map" in text and "over y[len(y)]" in text
     assert "call Normal.logpdf_grad" in text and "constrain tau (LowerBound)" in text
     assert "(mu + (tau * z))" not in text  # labels are in Value.label, shown by the emitter's comments

@@ -9,6 +9,6 @@ from logdens.compiler.ir import Program
 __all__ = ["NotLowered", "Program", "cpu_program", "gradient_program"]
 
 
-def cpu_program(model, layout):
-    """The gradient's program with the CPU schedule's passes applied."""
-    return assign_first(one_pass_sums(row_blocks(gradient_program(model, layout))))
+def cpu_program(model, layout, name="core"):
+    """The program ``name`` (``gradient_program``) with the CPU schedule's passes applied."""
+    return assign_first(one_pass_sums(row_blocks(gradient_program(model, layout, name))))

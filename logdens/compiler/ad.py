@@ -387,31 +387,42 @@ def plate_source(node):
 
 
 def keep_of(term):
-    """The summands the gradient keeps: those with an argument that varies."""
+    """The summands ``core`` and ``value`` keep: those with an argument that varies
+    (``()`` for a potential)."""
     if term.dist is None:
         return ()
     fixed = {n for n, a in zip(term.dist.spec.arg_names, term.args) if not a.depends_on_params()}
     return term.dist.spec.keep_for(fixed)
 
 
-def gradient_program(model, layout):
-    """The program of ``core``: the log density and its gradient at ``theta``."""
-    builder = Builder(model, layout)
+def dropped_of(term):
+    """The summands ``core`` leaves out (None when it keeps them all): ``constants``."""
+    keep = keep_of(term)
+    return None if all(keep) else tuple(not k for k in keep)
+
+
+def gradient_program(model, layout, name="core"):
+    """The program ``name`` (``ir.SIGNATURES``): ``core``, the log density and its
+    gradient at ``theta``; ``value``, the log density alone; ``constants``, the
+    summands of data alone that both leave out (``propto=False`` adds them)."""
+    gradient = name == "core"
+    builder = Builder(model, layout, gradient)
     for term in model.terms:
         if rules.shaped(term):
             raise NotLowered(f"term {term.name!r}: terms with matrices or events are not in the lowered "
                              "program yet")
-    body = [ir.Zero(ir.Buffer("grad", "grad"))]
     vectors = [p for p in layout.params.values() if p.shape != () and not p.transform.identity]
+    body = [ir.Zero(ir.Buffer("grad", "grad"))] if gradient else []
     body += [ir.Constrain(p.name, type(p.transform).__name__) for p in vectors]
     for term in model.terms:
-        keep = keep_of(term)
+        keep = dropped_of(term) if name == "constants" else keep_of(term)
         if keep is None:
             continue
         lines = builder.term(term, keep)
         body += [ir.When("jacobian", tuple(lines))] if term.kind == "jacobian" else lines
-    body += [ir.ConstrainAdjoint(p.name, type(p.transform).__name__) for p in vectors if p.transform.event]
-    jacobians = tuple(ir.Jacobian(p.name, type(p.transform).__name__)
+    if gradient:
+        body += [ir.ConstrainAdjoint(p.name, type(p.transform).__name__) for p in vectors if p.transform.event]
+    jacobians = tuple(ir.Jacobian(p.name, type(p.transform).__name__, gradient)
                       for p in layout.params.values() if not p.transform.identity)
-    body += [ir.When("jacobian", jacobians)] if jacobians else []
-    return ir.Program("core", tuple(body))
+    body += [ir.When("jacobian", jacobians)] if jacobians and name != "constants" else []
+    return ir.Program(name, tuple(body))

@@ -132,7 +132,7 @@ class Emitter:
             return [f"lp += lj_{slot.ident}"]
         col = slot.offset_code if slot.shape == () else plus(slot.offset_code, "k")
         log_j, derivative = slot.transform.emit_log_jacobian(f"theta[{col}]")
-        body = [f"lp += {log_j}", f"grad[{col}] += {derivative}"]
+        body = [f"lp += {log_j}"] + ([f"grad[{col}] += {derivative}"] if s.gradient else [])
         return body if slot.shape == () else [f"for k in range({slot.size_code}):"] + indent(body)
 
     def _load(self, s):
@@ -261,19 +261,28 @@ def _block_buffers(statement):
     return [statement.adjoints]
 
 
-def source(program, model, layout, jit=True):
-    """The module holding ``program`` as ``core(theta, grad, fdata, idata,
-    jacobian)``: compiled by numba (``jit``) or plain Python (the twin)."""
+def function(program, layout, jit=True):
+    """The lines of ``program``'s function, compiled by numba (``jit``) or plain
+    Python (the twin): a log density that is NaN or +inf is rejected (-inf),
+    and ``core``'s also where its gradient overflowed (``engine.gradient_rejections``)."""
     from logdens import engine
     emitter = Emitter(layout)
     body = emitter.lines(program.body)
     allocations = [f"{name} = np.empty({size})" for name, size in emitter.workspaces.items()]
-    lines = (layout.prologue() + allocations + ["lp = 0.0"] + body
-             + engine.gradient_rejections(layout) + ["return lp"])
+    ending = {"core": engine.gradient_rejections(layout), "value": engine.REJECT, "constants": []}[program.name]
+    lines = layout.prologue() + allocations + ["lp = 0.0"] + body + ending + ["return lp"]
     decorator = [f"@{engine.JIT.replace('cache=True', 'cache=False')}"] if jit else []
-    header = engine.header(model, layout, "a lowered program")
-    return "\n".join(header + decorator + [f"def {program.name}(theta, grad, fdata, idata, jacobian):"]
-                     + indent(lines) + [""]) + "\n"
+    return decorator + [f"def {program.name}({ir.SIGNATURES[program.name]}):"] + indent(lines) + [""]
+
+
+def source(programs, model, layout, jit=True):
+    """The module of ``programs`` (one ``ir.Program`` or several)."""
+    from logdens import engine
+    programs = [programs] if isinstance(programs, ir.Program) else programs
+    lines = engine.header(model, layout, "a lowered program")
+    for program in programs:
+        lines += function(program, layout, jit) + [""]
+    return "\n".join(lines) + "\n"
 
 
 def load(text):

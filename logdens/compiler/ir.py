@@ -386,10 +386,12 @@ class ConstrainAdjoint(NamedTuple):
 
 
 class Jacobian(NamedTuple):
-    """log|J| of parameter ``name``'s transform into ``lp`` (and its derivative into ``grad``)."""
+    """log|J| of parameter ``name``'s transform into ``lp`` (and, with ``gradient``,
+    its derivative into ``grad``)."""
 
     name: str
     transform: str
+    gradient: bool = True
 
     def __str__(self):
         return f"accumulate lp += log|J| {self.name} ({self.transform})"
@@ -407,15 +409,22 @@ def _arg(a):
     return str(a) if not isinstance(a, float) else repr(a)
 
 
+#: The arguments of each function a program may be (``Program.name``).
+SIGNATURES = {"core": "theta, grad, fdata, idata, jacobian", "value": "theta, fdata, idata, jacobian",
+              "constants": "theta, fdata, idata"}
+
+
 class Program(NamedTuple):
-    """A lowered function: ``name``, its statements, and what it returns."""
+    """A lowered function: ``name`` (a key of ``SIGNATURES``: ``core`` the log
+    density and its gradient, ``value`` the log density, ``constants`` the
+    summands ``core`` leaves out) and its statements; it returns ``lp``."""
 
     name: str
     body: tuple
 
     def lines(self):
         """One line per statement, nested bodies indented."""
-        out = [f"{self.name}(theta, grad, data, jacobian):"]
+        out = [f"{self.name}({SIGNATURES[self.name]}):"]
         _lines(self.body, 1, out)
         return out
 
