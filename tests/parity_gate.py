@@ -1,7 +1,8 @@
 """The compiler's parity gate (issue 37): every CPU model a test compiles is
 also lowered into programs (``logdens.compiler``) with the CPU schedule's
 passes, emitted as the Python twin, and compared with the engine's ``core``,
-``value`` (with and without the Jacobian) and ``constants`` at two points.
+``value`` (with and without the Jacobian), ``constants`` and each observed
+term's ``pointwise`` rows (kept and dropped summands) at two points.
 Run a test selection with it:
 
     PYTHONPATH=tests python -m pytest -p parity_gate tests/test_model.py
@@ -34,7 +35,9 @@ def compare(density, points=2, seed=0):
     """``None`` if the program's value and gradient equal ``core``'s at ``points``
     random points (where ``core``'s value is finite), else what differs."""
     lowered, layout = engine.lower(density.model)
+    observed = [t for t in lowered.terms if t.per_observation]
     programs = [cpu_program(lowered, layout, name) for name in ("core", "value", "constants")]
+    programs += [cpu_program(lowered, layout, "pointwise", term) for term in observed]
     new, old = emit.load(emit.source(programs, lowered, layout, jit=False)), density._module
     data = density.fdata, density.idata
     rng = np.random.default_rng(seed)
@@ -50,6 +53,15 @@ def compare(density, points=2, seed=0):
                 return f"{what}: {b} where the engine gives {a}"
         if np.isfinite(pairs["core"][0]) and not _close(old_grad, new_grad):
             return f"gradient max diff {np.max(np.abs(old_grad - new_grad), initial=0.0):.3g}"
+        for term in observed:
+            name = f"pointwise_{layout.term_idents[term.name]}"
+            rows = density._data.n_obs[term.name]
+            for dropped in (False, True):
+                a, b = np.empty(rows), np.empty(rows)
+                getattr(old, name)(theta, *data, a, dropped)
+                getattr(new, name)(theta, *data, b, dropped)
+                if not _close(a, b):
+                    return f"{name} (dropped={dropped}): max diff {np.max(np.abs(a - b)):.3g}"
     return None
 
 

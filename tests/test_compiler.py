@@ -33,8 +33,10 @@ def reductions():
     rng = np.random.default_rng(1)
     m = ld.Model()
     x, s = m.param("x", shape=6), m.param("s", ld.HalfNormal(1))
-    m.potential("p", ld.logsumexp(x * s) + ld.sum(ld.cumsum(x) ** 2) * 0.1)
-    m.observe("y", ld.Normal(ld.cumsum(x) * s, 1.0), rng.normal(size=6))
+    running = ld.cumsum(x)  # one node in three terms: each computes and sweeps back its own
+    m.potential("p", ld.logsumexp(x * s) + ld.sum(running ** 2) * 0.1)
+    m.observe("y", ld.Normal(running * s, 1.0), rng.normal(size=6))
+    m.observe("z", ld.Normal(running, 2.0), rng.normal(size=6))
     return m
 
 

@@ -334,10 +334,13 @@ class Builder:
         return h, ah
 
     # ----- terms ----------------------------------------------------------
-    def term(self, term, keep):
+    def term(self, term, keep, rows_out=False):
         """The statements of one term: its map (or, without a plate, its scalar
-        statements), every adjoint swept back."""
-        term = rules.rows_added(term)
+        statements), every adjoint swept back; with ``rows_out``, each row's log
+        density stored in ``out`` (a pointwise log-likelihood) instead of added."""
+        term = rules.rows_added(term, per_observation=rows_out)
+        self.running = {}  # running sums are the term's own: filled in its outer, swept back after its rows
+        lp = ir.Buffer("out", "out") if rows_out else ir.Buffer("lp", "lp")
         outer = Scope()
         rows = next((a for a in term.args if a.shape != ()), None)
         if rows is None:
@@ -346,23 +349,30 @@ class Builder:
             loop = Scope(ir.Plate(term.name, self.size(rows)), self.fresh("i"))
         if term.dist is None:
             value = self.value(term.value, loop, outer, loop.index)
-            loop.forward.append(ir.Accumulate(ir.Buffer("lp", "lp"), value, "shared"))
+            loop.forward.append(self._add(lp, value, loop.index))
             seed = self.push(term.value, value, 1.0, loop)
         else:
             args = tuple(self.value(a, loop, outer, loop.index) for a in term.args)
             spec = term.dist.spec
             partials = tuple(self.new(loop, f"d{term.name}/d{n}", "r") if self.needs_grad(a) else None
                              for n, a in zip(spec.arg_names, term.args))
-            lp = self.new(loop, term.name, "lp")
+            row = self.new(loop, term.name, "lp")
             checked = spec.takes_x_valid and validate.value_checked(term)
-            loop.forward += [ir.Call((lp,) + partials, spec, args, keep, checked),
-                             ir.Accumulate(ir.Buffer("lp", "lp"), lp, "shared")]
+            loop.forward += [ir.Call((row,) + partials, spec, args, keep, checked), self._add(lp, row, loop.index)]
             seed = [s for a, v, r in zip(term.args, args, partials) if r is not None
                     for s in self.push(a, v, r, loop)]
         if loop is outer:
             return outer.forward + outer.adjoint_locals() + seed + outer.reverse()
         body = loop.forward + loop.adjoint_locals() + seed + loop.reverse()
         return outer.forward + outer.adjoint_locals() + [ir.Map(loop.plate, loop.index, tuple(body))] + outer.reverse()
+
+
+    @staticmethod
+    def _add(lp, value, row):
+        """A row's log density added into ``lp``, or stored at its row of ``out``."""
+        if lp.kind == "lp":
+            return ir.Accumulate(lp, value, "shared")
+        return ir.Store(lp, ir.At(row if row is not None else None), value)
 
 
 LOWERINGS = {
@@ -426,3 +436,17 @@ def gradient_program(model, layout, name="core"):
                       for p in layout.params.values() if not p.transform.identity)
     body += [ir.When("jacobian", jacobians)] if jacobians and name != "constants" else []
     return ir.Program(name, tuple(body))
+
+
+def pointwise_program(model, layout, term):
+    """``pointwise``: the observed term ``term``'s log density per observation into
+    ``out``, the summands ``core`` keeps, or with ``dropped`` those it leaves
+    out (zeros when it leaves none): they depend on the data only."""
+    builder = Builder(model, layout, gradient=False)
+    vectors = [p for p in layout.params.values() if p.shape != () and not p.transform.identity]
+    body = [ir.Constrain(p.name, type(p.transform).__name__) for p in vectors]
+    dropped = dropped_of(term)
+    leave_out = (builder.term(term, dropped, rows_out=True) if dropped is not None
+                 else [ir.Zero(ir.Buffer("out", "out"))])
+    body.append(ir.When("dropped", tuple(leave_out), tuple(builder.term(term, keep_of(term), rows_out=True))))
+    return ir.Program("pointwise", tuple(body), term.name)

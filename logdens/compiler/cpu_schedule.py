@@ -23,14 +23,14 @@ from logdens.compiler import ir
 
 def row_blocks(program):
     """``program`` with its term maps that read products or gathers in blocks."""
-    return ir.Program(program.name, _each(program.body))
+    return program._replace(body=_each(program.body))
 
 
 def _each(body):
     out = []
     for s in body:
         if isinstance(s, ir.When):
-            s = ir.When(s.flag, _each(s.body))
+            s = s._replace(body=_each(s.body), otherwise=_each(s.otherwise))
         elif isinstance(s, ir.Map) and not s.backward:
             s = _blocked(s)
         out.append(s)
@@ -106,7 +106,7 @@ def assign_first(program):
     kept = tuple(s.buffer.name for s in assigned.values())
     body = tuple(ir.Zero(s.buffer, kept) if isinstance(s, ir.Zero) and s.buffer.kind == "grad" else s
                  for s in program.body)
-    return ir.Program(program.name, tuple(_replace(s, assigned) for s in body))
+    return program._replace(body=tuple(_replace(s, assigned) for s in body))
 
 
 def _grad_written(s):
@@ -124,7 +124,10 @@ def _replace(s, assigned):
         return assigned[id(s)]
     if isinstance(s, ir.Blocked):
         return s._replace(body=tuple(_replace(x, assigned) for x in s.body))
-    if isinstance(s, (ir.Map, ir.When)):
+    if isinstance(s, ir.When):
+        return s._replace(body=tuple(_replace(x, assigned) for x in s.body),
+                          otherwise=tuple(_replace(x, assigned) for x in s.otherwise))
+    if isinstance(s, ir.Map):
         return s._replace(body=tuple(_replace(x, assigned) for x in s.body))
     return s
 
@@ -147,7 +150,7 @@ def one_pass_sums(program):
         grad, at = _written(back).dest, _written(back).at
         body[k] = ir.Map(back.plate, back.index, (ir.Load(g, grad, at), ir.Let(scaled, "mul", (g, back.seed)),
                                                   ir.Store(grad, at, scaled)))
-    return ir.Program(program.name, tuple(body))
+    return program._replace(body=tuple(body))
 
 
 def _written(back):
@@ -189,6 +192,6 @@ def _with_unit_seed(s, seed):
         return s._replace(value=1.0)
     if isinstance(s, ir.Accumulate) and _grad_written(s) is not None:
         return ir.Store(s.dest, s.at, s.value)
-    if isinstance(s, (ir.Map, ir.When)):
+    if isinstance(s, ir.Map):
         return s._replace(body=tuple(_with_unit_seed(x, seed) for x in s.body))
     return s

@@ -61,7 +61,7 @@ class Emitter:
             return f"{prefix}_{self.ident(buffer.name)}", "0"
         if kind == "data":
             return f"d_{self.layout.data[buffer.name].ident}", "0"
-        if kind in ("workspace", "block"):
+        if kind in ("workspace", "block", "out"):
             return buffer.name, "0"
         raise ValueError(f"no element of {buffer}")
 
@@ -202,7 +202,8 @@ class Emitter:
         allocated once per call."""
         n = self.size(s.plate.length)
         buffers = [b for x in s.before + s.after for b in _block_buffers(x)]
-        buffers += [x.buffer for x in ir.walk(s.body) if isinstance(x, ir.Store) and x.buffer not in buffers]
+        buffers += [x.buffer for x in ir.walk(s.body)
+                    if isinstance(x, ir.Store) and x.buffer.kind == "block" and x.buffer not in buffers]
         scratch = f"scratch_{s.index}"
         self.workspaces[scratch] = f"({len(buffers)}, {BLOCK})"
         lines = [f"{b.name} = {scratch}[{k}]" for k, b in enumerate(buffers)]
@@ -250,7 +251,9 @@ class Emitter:
         return [f"{view} = i_{ident}[b0:b1]"] + scatter(view, f"sorted_{ident}", entry, s.adjoints.name)
 
     def _when(self, s):
-        body = self.lines(s.body)
+        body, otherwise = self.lines(s.body), self.lines(s.otherwise)
+        if otherwise:
+            return [f"if {s.flag}:"] + indent(body or ["pass"]) + ["else:"] + indent(otherwise)
         return [f"if {s.flag}:"] + indent(body) if body else []
 
 
@@ -261,7 +264,7 @@ def _block_buffers(statement):
     return [statement.adjoints]
 
 
-def function(program, layout, jit=True):
+def function(program, model, layout, jit=True):
     """The lines of ``program``'s function, compiled by numba (``jit``) or plain
     Python (the twin): a log density that is NaN or +inf is rejected (-inf),
     and ``core``'s also where its gradient overflowed (``engine.gradient_rejections``)."""
@@ -269,10 +272,15 @@ def function(program, layout, jit=True):
     emitter = Emitter(layout)
     body = emitter.lines(program.body)
     allocations = [f"{name} = np.empty({size})" for name, size in emitter.workspaces.items()]
-    ending = {"core": engine.gradient_rejections(layout), "value": engine.REJECT, "constants": []}[program.name]
-    lines = layout.prologue() + allocations + ["lp = 0.0"] + body + ending + ["return lp"]
+    ending = {"core": engine.gradient_rejections(layout), "value": engine.REJECT}.get(program.name, [])
+    checked = []
+    if program.term is not None:  # its output has one row per row of the data given
+        term = next(t for t in model.terms if t.name == program.term)
+        checked = engine._rows_checked(layout, term, program.name, ["out"])
+    lines = layout.prologue() + allocations + checked + ["lp = 0.0"] + body + ending + ["return lp"]
     decorator = [f"@{engine.JIT.replace('cache=True', 'cache=False')}"] if jit else []
-    return decorator + [f"def {program.name}({ir.SIGNATURES[program.name]}):"] + indent(lines) + [""]
+    name = program.name if program.term is None else f"{program.name}_{layout.term_idents[program.term]}"
+    return decorator + [f"def {name}({ir.SIGNATURES[program.name]}):"] + indent(lines) + [""]
 
 
 def source(programs, model, layout, jit=True):
@@ -281,7 +289,7 @@ def source(programs, model, layout, jit=True):
     programs = [programs] if isinstance(programs, ir.Program) else programs
     lines = engine.header(model, layout, "a lowered program")
     for program in programs:
-        lines += function(program, layout, jit) + [""]
+        lines += function(program, model, layout, jit) + [""]
     return "\n".join(lines) + "\n"
 
 

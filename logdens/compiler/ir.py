@@ -398,8 +398,11 @@ class Jacobian(NamedTuple):
 
 
 class When(NamedTuple):
+    """``body`` when the call's ``flag`` is set, else ``otherwise``."""
+
     flag: str
     body: tuple
+    otherwise: tuple = ()
 
     def __str__(self):
         return f"when {self.flag}:"
@@ -411,16 +414,19 @@ def _arg(a):
 
 #: The arguments of each function a program may be (``Program.name``).
 SIGNATURES = {"core": "theta, grad, fdata, idata, jacobian", "value": "theta, fdata, idata, jacobian",
-              "constants": "theta, fdata, idata"}
+              "constants": "theta, fdata, idata", "pointwise": "theta, fdata, idata, out, dropped"}
 
 
 class Program(NamedTuple):
     """A lowered function: ``name`` (a key of ``SIGNATURES``: ``core`` the log
     density and its gradient, ``value`` the log density, ``constants`` the
-    summands ``core`` leaves out) and its statements; it returns ``lp``."""
+    summands ``core`` leaves out, ``pointwise`` one observed term's rows into
+    ``out``) and its statements; it returns ``lp``. ``term``: the observed
+    term whose rows ``pointwise`` writes."""
 
     name: str
     body: tuple
+    term: Optional[str] = None
 
     def lines(self):
         """One line per statement, nested bodies indented."""
@@ -445,6 +451,9 @@ def _lines(body, depth, out):
                 _lines(getattr(statement, part), depth + 2, out)
         elif isinstance(statement, (Map, When)):
             _lines(statement.body, depth + 1, out)
+            if isinstance(statement, When) and statement.otherwise:
+                out.append("    " * depth + "otherwise:")
+                _lines(statement.otherwise, depth + 1, out)
 
 
 def walk(body):
@@ -456,3 +465,5 @@ def walk(body):
                 yield from walk(part)
         elif isinstance(statement, (Map, When)):
             yield from walk(statement.body)
+            if isinstance(statement, When):
+                yield from walk(statement.otherwise)
