@@ -627,6 +627,16 @@ class LogDensity:
         """The generated module's source code."""
         return self._source
 
+    def program(self):
+        """The lowered program of the log density and its gradient, with the CPU
+        schedule's passes (``logdens.compiler``): ``print(density.program())``
+        shows what is computed, one statement per line with the model's names,
+        as ``jax.make_jaxpr`` shows a JAX function. (The compiler is replacing
+        the engine's code generation step by step; it equals it at 1e-12.)"""
+        from logdens import engine
+        from logdens.compiler import cpu_program
+        return cpu_program(*engine.lower(self.model))
+
     def __repr__(self):
         """The model as a listing with the current data's shapes (``logdens.show``)."""
         from logdens import show
