@@ -25,6 +25,9 @@ differentiated.
 For large n, ``hsgp_basis`` and the spectral densities (``exp_quad_spd``,
 ``matern32_spd``, ``matern52_spd``) give the Hilbert-space approximation:
 a basis-function regression with no matrix factor.
+
+``Marginal`` (``logdens.gp_marginal``) is a GP regression with f integrated
+out and its conditional at new inputs, for predictions.
 """
 
 import math
@@ -303,3 +306,6 @@ def cov_reverse_ard(kind, x, n, dim, alpha, rho, K, aK, d_rho):
     for k in range(dim):
         d_rho[k] *= alpha * alpha / (rho[k] * rho[k] * rho[k])
     return 2.0 * d_alpha / alpha
+
+
+from logdens.gp_marginal import Marginal  # noqa: E402,F401  (ld.gp.Marginal: needs the module above loaded)

@@ -430,3 +430,84 @@ def test_hilbert_space_basis_of_inputs_without_a_range(x, message):
     """An empty input gave numpy's reduction error, a constant one NaN basis functions."""
     with pytest.raises(ld.ModelError, match="hsgp_basis: " + message):
         ld.gp.hsgp_basis(x, 5)
+
+
+def marginal_gp(name, x, y, mean=False):
+    """A GP regression written with ld.gp.Marginal (a linear mean b x with ``mean``)."""
+    m = ld.Model()
+    alpha = m.param("alpha", ld.HalfNormal(2.0))
+    rho = m.param("rho", ld.Gamma(2.0, 1.0))
+    sigma = m.param("sigma", ld.HalfNormal(1.0))
+    b = m.param("b", ld.Normal(0.0, 1.0)) if mean else None
+    gp = ld.gp.Marginal(lambda z: getattr(ld.gp, name)(z, alpha, rho), mean_func=(lambda z: b * z) if mean else None)
+    gp.marginal_likelihood(m, "y", m.data("x", x), y, sigma)
+    return m, gp
+
+
+def closed_form(name, x, y, x_new, point, pred_noise):
+    """Rasmussen and Williams (2006) eqs. 2.23-2.24 with the inverse written out."""
+    n, s2, b = len(x), point["sigma"] ** 2, point.get("b", 0.0)
+    K = covariance(name, np.concatenate([x, x_new]), point["alpha"], point["rho"])
+    inverse = np.linalg.inv(K[:n, :n] + s2 * np.eye(n))
+    mean_x = b * x if x.ndim == 1 else 0.0
+    mean_new = (b * x_new if x.ndim == 1 else 0.0) + K[:n, n:].T @ inverse @ (y - mean_x)
+    cov = K[n:, n:] - K[:n, n:].T @ inverse @ K[:n, n:] + (s2 * np.eye(len(x_new)) if pred_noise else 0.0)
+    return mean_new, cov
+
+
+@pytest.mark.parametrize("name, x, x_new, mean", [
+    ("exp_quad", X1, np.array([-1.0, 0.3, 2.5, 6.0]), True),
+    ("matern32", X2, RNG.uniform(0, 3, (5, 2)), False)])
+@pytest.mark.parametrize("pred_noise", [False, True])
+def test_marginal_gp_conditional_is_the_closed_form(name, x, x_new, mean, pred_noise):
+    """gp.predict's mean and covariance at fixed hyperparameters against the
+    closed form with an explicit inverse, to 1e-8 of the largest entry (K + sigma^2 I
+    has a condition number below 1e3: both ways lose under 1e-12)."""
+    point = {"alpha": 1.3, "rho": 0.9, "sigma": 0.3, **({"b": 0.5} if mean else {})}
+    _, gp = marginal_gp(name, x, Y, mean)
+    got_mean, got_cov = gp.predict(point, x_new, pred_noise=pred_noise)
+    want_mean, want_cov = closed_form(name, x, Y, x_new, point, pred_noise)
+    np.testing.assert_allclose(got_mean[0], want_mean, rtol=0, atol=1e-8 * np.max(np.abs(want_mean)))
+    np.testing.assert_allclose(got_cov[0], want_cov, rtol=0, atol=1e-8 * np.max(np.abs(want_cov)))
+
+
+def test_marginal_gp_conditional_draws_follow_the_conditional():
+    """gp.conditional at 4000 independent posterior draws of varying hyperparameters:
+    the draws' mean is the average conditional mean, their variance the average
+    conditional variance plus the variance of the conditional means (the law of
+    total variance); within 5 Monte Carlo standard errors at each input."""
+    from arviz_base import from_dict
+    rng = np.random.default_rng(3)
+    draws = {"alpha": rng.uniform(1.0, 1.5, (2, 2000)), "rho": rng.uniform(0.7, 1.2, (2, 2000)),
+             "sigma": rng.uniform(0.2, 0.4, (2, 2000))}
+    idata = from_dict({"posterior": draws})
+    _, gp = marginal_gp("exp_quad", X1, Y)
+    x_new = np.array([0.5, 2.0, 5.5, 7.0])
+    tree = gp.conditional(idata, x_new, seed=4)
+    assert set(tree.children) == {"predictions", "predictions_constant_data"}
+    f = tree.predictions["f_pred"]
+    assert f.dims[:2] == ("chain", "draw") and f.shape == (2, 2000, 4)
+    np.testing.assert_array_equal(tree.predictions_constant_data["f_pred_x"].values, x_new)
+    mean, cov = gp.predict(idata, x_new)
+    variance = np.diagonal(cov, axis1=1, axis2=2).mean(axis=0) + mean.var(axis=0)
+    f = f.values.reshape(4000, 4)
+    assert np.all(np.abs(f.mean(axis=0) - mean.mean(axis=0)) < 5 * np.sqrt(variance / 4000))
+    assert np.all(np.abs(f.var(axis=0) / variance - 1) < 5 * np.sqrt(2 / 4000))
+    # the seed alone fixes the draws
+    np.testing.assert_array_equal(gp.conditional(idata, x_new, seed=4).predictions["f_pred"].values.reshape(4000, 4), f)
+
+
+def test_marginal_gp_errors():
+    gp = ld.gp.Marginal(lambda z: ld.gp.exp_quad(z, 1.0, 1.0))
+    with pytest.raises(ld.ModelError, match="call marginal_likelihood"):
+        gp.predict({}, np.zeros(2))
+    m = ld.Model()
+    with pytest.raises(ld.ModelError, match=r"y of shape \(n,\).*got \(12,\), \(11,\)"):
+        gp.marginal_likelihood(m, "y", X1, Y[:11], 0.1)
+    gp.marginal_likelihood(m, "y", X1, Y, 0.1)
+    with pytest.raises(ld.ModelError, match="already observed as term 'y'"):
+        gp.marginal_likelihood(m, "y2", X1, Y, 0.1)
+    with pytest.raises(ld.ModelError, match=r"x_new has shape \(2, 2\); the inputs have shape \(12,\)"):
+        gp.predict({}, np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="cov_func"):
+        ld.gp.Marginal(ld.gp.exp_quad(X1, 1.0, 1.0))
