@@ -32,12 +32,12 @@ import warnings
 
 import numpy as np
 
-from logdens import bounds, rules, validate
+from logdens import bounds, gp, rules, validate
 from logdens.distributions import random
 from logdens.distributions.constraints import contains, resolve_bounds
 from logdens.distributions.frozen import InvalidArgumentError
 from logdens.evaluate import evaluate
-from logdens.expr import Expr, ModelError, as_expr
+from logdens.expr import Data, Expr, ModelError, as_expr, nodes
 from logdens.layout import Layout
 from logdens.mixture import Mixture
 from logdens.model import Model
@@ -257,6 +257,7 @@ def _draw_observed(source, values, n, state, names, what):
             value_shape = np.shape(evaluate(term.mixture.x, source.data))
             out[term.name] = _mixture(term, values, n, value_shape, what).draw(state, (n,) + value_shape)
         elif term.name in names:
+            _refuse_gp_at_new_inputs(term, source, what)
             value_shape = np.shape(evaluate(term.value, source.data))
             arguments = _arguments(term, values, n, value_shape)
             dist = _distribution(term, arguments, what)
@@ -265,6 +266,24 @@ def _draw_observed(source, values, n, state, names, what):
             else:
                 out[term.name] = dist.draw(state, next(iter(arguments.values())).shape)
     return out
+
+
+def _refuse_gp_at_new_inputs(term, source, what):
+    """A ``ModelError`` for a term whose distribution reads a GP covariance
+    (``ld.gp.exp_quad``, ...) of data that ``set_data`` changed: drawing it
+    would draw the GP's prior at the new inputs, ignoring the observed values
+    (the posterior holds the hyperparameters, not f)."""
+    for node in (n for arg in term.args[1:] for n in nodes(arg) if isinstance(n, gp.GPCov)):
+        for leaf in nodes(node.children[0]):
+            if isinstance(leaf, Data) and leaf.name is not None and not (
+                    np.shape(source.data[leaf.name]) == np.shape(leaf.value)
+                    and np.array_equal(source.data[leaf.name], leaf.value)):
+                raise ModelError(
+                    f"{what}: term {term.name!r} reads the GP covariance {node.label()} of data {leaf.name!r}, "
+                    "which set_data changed: its draws would come from the GP's prior at the new inputs, not "
+                    f"from its conditional on the observed {term.name!r}. For predictions at new inputs, write "
+                    "the GP as gp = ld.gp.Marginal(cov_func); gp.marginal_likelihood(m, name, x, y, sigma) and "
+                    "draw gp.conditional(idata, x_new) (PyMC's gp.conditional); or set the model's data back")
 
 
 def _check_draws(draws, what):
