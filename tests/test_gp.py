@@ -511,3 +511,36 @@ def test_marginal_gp_errors():
         gp.predict({}, np.zeros((2, 2)))
     with pytest.raises(TypeError, match="cov_func"):
         ld.gp.Marginal(ld.gp.exp_quad(X1, 1.0, 1.0))
+
+
+def test_hilbert_space_gp_predicts_by_set_data_of_the_training_basis():
+    """An HSGP is a parametric basis, so set_data of the basis at new inputs
+    predicts, provided the basis is that of the training inputs (train=x: their
+    center and L). Predicted f at two training inputs equals the in-sample f
+    there at every draw (1e-12); a basis of the new inputs alone is another
+    function (its f differs by O(1)); inputs outside [-L, L] are refused."""
+    from arviz_base import from_dict
+    x = np.sort(RNG.uniform(0, 10, 40))
+    phi, sqrt_eigenvalues = ld.gp.hsgp_basis(x, 20, 2.0)
+    x_new = np.array([x[3], x[17], 12.0])
+    np.testing.assert_allclose(ld.gp.hsgp_basis(x_new, 20, 2.0, train=x)[0][:2], phi[[3, 17]], rtol=0, atol=1e-14)
+    m = ld.Model()
+    alpha = m.param("alpha", ld.HalfNormal(2.0))
+    rho = m.param("rho", ld.InverseGamma(5.0, 5.0))
+    beta = m.param("beta", ld.Normal(0, 1), shape=20)
+    f = m.deterministic("f", m.data("phi", phi) @ (ld.sqrt(ld.gp.matern52_spd(sqrt_eigenvalues, alpha, rho)) * beta))
+    m.observe("y", ld.Normal(f, 0.2), np.sin(x))
+    rng = np.random.default_rng(5)
+    idata = from_dict({"posterior": {"alpha": rng.uniform(0.5, 1.5, (2, 50)), "rho": rng.uniform(1, 2, (2, 50)),
+                                     "beta": rng.normal(size=(2, 50, 20))}})
+    fitted = ld.sample_posterior_predictive(idata, m, var_names=["f"]).posterior_predictive["f"].values
+    density = m.compile()
+    density.set_data(phi=ld.gp.hsgp_basis(x_new, 20, 2.0, train=x)[0], y=np.zeros(3))
+    predicted = ld.sample_posterior_predictive(idata, density, var_names=["f"], predictions=True).predictions["f"]
+    np.testing.assert_allclose(predicted.values[..., :2], fitted[..., [3, 17]], rtol=0, atol=1e-12)
+    density.set_data(phi=ld.gp.hsgp_basis(x_new, 20, 2.0)[0])
+    wrong = ld.sample_posterior_predictive(idata, density, var_names=["f"], predictions=True).predictions["f"]
+    assert np.max(np.abs(wrong.values[..., :2] - fitted[..., [3, 17]])) > 0.1
+    with pytest.raises(ld.ModelError, match=r"hsgp_basis: x\[1\]=25.0, outside the basis' domain \[.*\] \(c=2.0"):
+        ld.gp.hsgp_basis(np.array([1.0, 25.0]), 20, 2.0, train=x)
+    assert ld.gp.hsgp_basis(np.array([4.0]), 5, train=x)[0].shape == (1, 5)
