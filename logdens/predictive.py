@@ -303,13 +303,14 @@ def _wanted(var_names, allowed, what, hint):
     return names
 
 
-def _datatree(groups, source, chain_draw=None):
-    """``arviz_base.from_dict`` with the model's dims and coords."""
+def _datatree(groups, source, chain_draw=None, dims=None):
+    """``arviz_base.from_dict`` with the model's dims and coords (``dims``: those
+    of variables whose shapes are not the model's, a forecast's)."""
     from arviz_base import from_dict
     coords = dict(source.coords)
     if chain_draw is not None:
         coords.update(chain_draw)
-    dims = {k: list(v) for k, v in source.dims.items()}
+    dims = {**{k: list(v) for k, v in source.dims.items()}, **(dims or {})}
     # ArviZ labels the predictions groups with pred_dims and pred_coords
     return from_dict(groups, coords=coords or None, dims=dims or None,
                      pred_coords=coords or None, pred_dims=dims or None)
