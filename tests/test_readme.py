@@ -40,16 +40,17 @@ def test_the_pymc_section_runs_as_written(capsys):
     for name in ("approx", "vi"):
         assert namespace[name].posterior["z"].dims[-1] == "school"
     assert namespace["draws"].shape == (1000,)
-    # the predictions snippet, on a regression whose data it replaces
+    # the predictions snippet, on a regression with dims whose data it replaces
     ld, np = namespace["ld"], namespace["np"]
-    m = ld.Model()
+    m = ld.Model(coords={"obs": np.arange(10)})
     a, b = m.param("a", ld.Normal(0, 1)), m.param("b", ld.Normal(0, 1))
-    mu = m.deterministic("mu", a + b * m.data("x", np.linspace(0, 1, 10)))
-    m.observe("y", ld.Normal(mu, 0.1), np.linspace(0, 1, 10))
+    mu = m.deterministic("mu", a + b * m.data("x", np.linspace(0, 1, 10), dims="obs"), dims="obs")
+    m.observe("y", ld.Normal(mu, 0.1), np.linspace(0, 1, 10), dims="obs")
     density = m.compile()
     idata = ld.pathfinder(density, seed=0)
-    exec(compile(predictions, "README.md", "exec"),
-         {"ld": ld, "np": np, "density": density, "idata": idata, "x_new": np.array([2.0, 3.0])})
+    names = {"ld": ld, "np": np, "density": density, "idata": idata, "x_new": np.array([2.0, 3.0])}
+    exec(compile(predictions, "README.md", "exec"), names)
+    assert names["preds"].predictions["y"].dims[-1] == "obs" and list(names["preds"].predictions["obs"]) == [0, 1]
 
 
 def test_the_mixture_example_runs_and_fits():
