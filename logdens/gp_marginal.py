@@ -127,7 +127,11 @@ def _draws(gp, idata):
     if gp.model is None:
         raise ModelError("Marginal: call marginal_likelihood(model, name, x, y, sigma) before predicting")
     if isinstance(idata, dict):
-        return {k: np.asarray(v, dtype=float)[None] for k, v in idata.items()}
+        missing = sorted(set(gp.model.params) - set(idata))
+        if missing:
+            raise ModelError(f"Marginal.predict {gp.name!r}: the point has no value for the parameters {missing}; "
+                             f"give every parameter of the model: {sorted(gp.model.params)}")
+        return {k: np.asarray(idata[k], dtype=float)[None] for k in gp.model.params}
     return predictive._posterior_values(_posterior(idata), gp.model, "Marginal.conditional")
 
 

@@ -257,7 +257,6 @@ def _draw_observed(source, values, n, state, names, what):
             value_shape = np.shape(evaluate(term.mixture.x, source.data))
             out[term.name] = _mixture(term, values, n, value_shape, what).draw(state, (n,) + value_shape)
         elif term.name in names:
-            _refuse_gp_at_new_inputs(term, source, what)
             value_shape = np.shape(evaluate(term.value, source.data))
             arguments = _arguments(term, values, n, value_shape)
             dist = _distribution(term, arguments, what)
@@ -270,9 +269,10 @@ def _draw_observed(source, values, n, state, names, what):
 
 def _refuse_gp_at_new_inputs(term, source, what):
     """A ``ModelError`` for a term whose distribution reads a GP covariance
-    (``ld.gp.exp_quad``, ...) of data that ``set_data`` changed: drawing it
-    would draw the GP's prior at the new inputs, ignoring the observed values
-    (the posterior holds the hyperparameters, not f)."""
+    (``ld.gp.exp_quad``, ...) of data that ``set_data`` changed: its posterior
+    predictive draws would be the GP's prior at the new inputs, ignoring the
+    observed values (the posterior holds the hyperparameters, not f). Prior
+    predictive draws there are the prior, as they should be."""
     for node in (n for arg in term.args[1:] for n in nodes(arg) if isinstance(n, gp.GPCov)):
         for leaf in nodes(node.children[0]):
             if isinstance(leaf, Data) and leaf.name is not None and not (
@@ -422,6 +422,9 @@ def sample_posterior_predictive(idata, model, seed=None, var_names=None,
     observed = [t.name for t in _observed_terms(m)]
     names = _wanted(var_names if var_names is not None else observed, [*observed, *m.deterministics],
                     what, "which is no observed term or deterministic of the model")
+    for term in _observed_terms(m):
+        if term.name in names and not term.mixture:
+            _refuse_gp_at_new_inputs(term, source, what)
     params = _posterior_values(posterior, m, what)
     chains, n = posterior.sizes["chain"], posterior.sizes["draw"]
     values = _batched_values(source, params, chains * n)

@@ -509,6 +509,9 @@ def test_marginal_gp_errors():
         gp.marginal_likelihood(m, "y2", X1, Y, 0.1)
     with pytest.raises(ld.ModelError, match=r"x_new has shape \(2, 2\); the inputs have shape \(12,\)"):
         gp.predict({}, np.zeros((2, 2)))
+    m, gp = marginal_gp("exp_quad", X1, Y)
+    with pytest.raises(ld.ModelError, match=r"the point has no value for the parameters \['rho', 'sigma'\]"):
+        gp.predict({"alpha": 1.0}, np.zeros(2))
     with pytest.raises(TypeError, match="cov_func"):
         ld.gp.Marginal(ld.gp.exp_quad(X1, 1.0, 1.0))
 

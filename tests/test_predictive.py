@@ -351,7 +351,8 @@ def test_a_gp_term_at_new_inputs_is_refused_with_the_conditional_named():
     """y ~ MvNormal(0, K(x) + sigma^2 I) drawn after set_data(x=x_new) would be the
     GP's prior at x_new, ignoring y (issue 38: the draws' mean was about 0 where
     y is sin(x)); a ModelError names the term, the data and ld.gp.Marginal. At
-    the inputs it was built with the term's replicates are drawn as before."""
+    the inputs it was built with the term's replicates are drawn as before, and
+    prior predictive draws at new inputs are the prior's."""
     x = np.linspace(0, 5, 8)
     m = ld.Model()
     alpha, rho = m.param("alpha", ld.HalfNormal(1.0)), m.param("rho", ld.Gamma(2.0, 1.0))
@@ -364,3 +365,5 @@ def test_a_gp_term_at_new_inputs_is_refused_with_the_conditional_named():
     with pytest.raises(ModelError, match=r"term 'y' reads the GP covariance gp.exp_quad\(x, .*of data 'x', which "
                                          r"set_data changed.*ld.gp.Marginal.*gp.conditional"):
         ld.sample_posterior_predictive(idata, density, seed=1, predictions=True)
+    # the prior predictive at new inputs is the GP's prior there: drawn
+    assert ld.sample_prior_predictive(density, draws=5, seed=1).prior_predictive["y"].shape == (1, 5, 8)
