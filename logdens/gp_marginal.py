@@ -84,7 +84,8 @@ class Marginal:
         """The conditional's mean (draws, n*) and covariance (draws, n*, n*) at
         ``x_new``, one per posterior draw of ``idata`` (chains flattened), or at
         one point: ``idata`` a dict of parameter values."""
-        return _moments(self, _draws(self, idata), np.asarray(x_new, dtype=float), pred_noise)
+        params = _draws(self, idata)
+        return _moments(self, _training(self), params, np.asarray(x_new, dtype=float), pred_noise)
 
     def conditional(self, idata, x_new, name="f_pred", pred_noise=False, seed=None):
         """Draws of f* = f(x_new) given y (with ``pred_noise``, of y* = f* + noise),
@@ -100,19 +101,19 @@ class Marginal:
         x_new = np.asarray(x_new, dtype=float)
         posterior = _posterior(idata)
         chains, n = posterior.sizes["chain"], posterior.sizes["draw"]
-        params = _draws(self, idata)
+        params, training = _draws(self, idata), _training(self)
         state = random.seeded_state(seed, "Marginal.conditional")
         out = np.empty((chains * n, x_new.shape[0]))
         for start in range(0, chains * n, BATCH):
             batch = {k: v[start:start + BATCH] for k, v in params.items()}
-            mean, cov = _moments(self, batch, x_new, pred_noise)
+            mean, cov = _moments(self, training, batch, x_new, pred_noise)
             factor = np.linalg.cholesky(cov + JITTER * np.eye(cov.shape[-1]))
             z = Normal(0.0, 1.0).draw(state, mean.shape)
             out[start:start + BATCH] = mean + np.einsum("dij,dj->di", factor, z)
         groups = {"predictions": {name: out.reshape(chains, n, -1)},
                   "predictions_constant_data": {f"{name}_x": x_new}}
         chain_draw = {"chain": posterior["chain"].values, "draw": posterior["draw"].values}
-        return predictive._datatree(groups, predictive._Source(self.model, "Marginal.conditional"), chain_draw)
+        return predictive._datatree(groups, training[0], chain_draw)
 
 
 def _posterior(idata):
@@ -135,13 +136,19 @@ def _draws(gp, idata):
     return predictive._posterior_values(_posterior(idata), gp.model, "Marginal.conditional")
 
 
-def _moments(gp, params, x_new, pred_noise):
-    """``predict``'s mean and covariance at the parameter draws ``params``."""
+def _training(gp):
+    """``(source, x, y)``: the model's data (``predictive._Source``) and the
+    training inputs and observations evaluated on them."""
     from logdens import predictive
     from logdens.evaluate import evaluate
-    from logdens.rules import with_draws
     source = predictive._Source(gp.model, "Marginal.predict")
-    x, y = (evaluate(node, source.data) for node in (gp.x, gp.y))
+    return source, evaluate(gp.x, source.data), np.asarray(evaluate(gp.y, source.data), dtype=float)
+
+
+def _moments(gp, training, params, x_new, pred_noise):
+    """``predict``'s mean and covariance at the parameter draws ``params``."""
+    from logdens import predictive
+    source, x, y = training
     if x_new.ndim != x.ndim or x_new.shape[1:] != x.shape[1:]:
         raise ModelError(f"Marginal.predict {gp.name!r}: x_new has shape {x_new.shape}; the inputs have shape "
                          f"{x.shape}: give x_new the same number of input dimensions")
@@ -151,9 +158,7 @@ def _moments(gp, params, x_new, pred_noise):
     inputs = ex.as_expr(np.concatenate([x, x_new]))
 
     def at_draws(node):
-        node = ex.as_expr(node)
-        value = with_draws(node, evaluate(node, values, batch=True)).astype(float, copy=False)
-        return np.broadcast_to(value, (draws,) + value.shape[1:])
+        return predictive._at_draws(ex.as_expr(node), values, draws)
     cov, mean = at_draws(gp.cov_func(inputs)), at_draws(gp._mean(inputs))
     noise = at_draws(gp.sigma * gp.sigma).reshape(draws, 1, 1)
     try:
