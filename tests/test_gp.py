@@ -463,8 +463,14 @@ def test_marginal_gp_conditional_is_the_closed_form(name, x, x_new, mean, pred_n
     """gp.predict's mean and covariance at fixed hyperparameters against the
     closed form with an explicit inverse, to 1e-8 of the largest entry (K + sigma^2 I
     has a condition number below 1e3: both ways lose under 1e-12)."""
+    from logdens.evaluate import evaluate
     point = {"alpha": 1.3, "rho": 0.9, "sigma": 0.3, **({"b": 0.5} if mean else {})}
-    _, gp = marginal_gp(name, x, Y, mean)
+    m, gp = marginal_gp(name, x, Y, mean)
+    # the observed term is y ~ MvNormal(b x, K + sigma^2 I)
+    term = next(t for t in m.terms if t.name == "y")
+    loc, tril = (evaluate(a, {**point, "x": x}) for a in term.args[1:3])
+    np.testing.assert_allclose(loc, 0.5 * x if mean else 0.0, rtol=1e-14)
+    np.testing.assert_allclose(tril @ tril.T, covariance(name, x, 1.3, 0.9) + 0.09 * np.eye(N), rtol=1e-12, atol=1e-14)
     got_mean, got_cov = gp.predict(point, x_new, pred_noise=pred_noise)
     want_mean, want_cov = closed_form(name, x, Y, x_new, point, pred_noise)
     np.testing.assert_allclose(got_mean[0], want_mean, rtol=0, atol=1e-8 * np.max(np.abs(want_mean)))
