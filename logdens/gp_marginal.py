@@ -94,7 +94,9 @@ class Marginal:
 
         Returns a DataTree with the groups ``predictions`` (``name``: (chain,
         draw, n*)) and ``predictions_constant_data`` (``x_new``), ArviZ's names.
-        Draws depend only on ``seed`` (one xoshiro256** stream).
+        Draws depend only on ``seed`` (one xoshiro256** stream). The training
+        inputs and y are the model's as built (a compiled copy's ``set_data``
+        does not change them).
         """
         from logdens import predictive
         from logdens.distributions import Normal, random
