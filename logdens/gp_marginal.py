@@ -169,8 +169,10 @@ def _moments(gp, training, params, x_new, pred_noise):
         raise ModelError(f"Marginal.predict {gp.name!r}: the covariance of the training inputs plus sigma^2 I is "
                          "not positive definite at a posterior draw; give sigma a positive lower bound or add a "
                          "jitter to cov_func (ld.add_diag(K, 1e-6))") from None
-    cross = np.linalg.solve(factor, cov[:, :n, n:])                  # L^-1 K*
-    residual = np.linalg.solve(factor, (y - mean[:, :n])[..., None])  # L^-1 (y - mean(x))
+    # one solve per draw for both right-hand sides: L^-1 [K*, y - mean(x)] (numpy's solve is
+    # batched; scipy's solve_triangular only from scipy 1.15, above this project's floor)
+    solved = np.linalg.solve(factor, np.concatenate([cov[:, :n, n:], (y - mean[:, :n])[..., None]], axis=-1))
+    cross, residual = solved[..., :-1], solved[..., -1:]
     mean_new = mean[:, n:] + (np.swapaxes(cross, 1, 2) @ residual)[..., 0]
     cov_new = cov[:, n:, n:] - np.swapaxes(cross, 1, 2) @ cross
     if pred_noise:
