@@ -55,9 +55,10 @@ def _scans(term):
 
 
 def _scan_recursion(term, source, lagged, what):
-    """``(scan, inputs)`` of a term that reads one scan of its own length whose
-    every input is the term lagged one step (``lagged``), and nothing else that
-    varies over time; a ModelError that says which condition fails."""
+    """``(scan, value)``, ``value`` the observed series, of a term that reads one
+    scan of its own length whose every input is the term lagged one step
+    (``lagged``), and nothing else that varies over time; a ModelError that
+    says which condition fails."""
     where = f"{what}: term {term.name!r}"
     found = list(_scans(term))
     if term.dist.spec.multivariate or len(found) != 1 or found[0].keep != "all" or found[0].has_y:
@@ -127,8 +128,9 @@ def _continue(term, history, arguments, steps, state):
 
 
 def forecast(idata, model, steps, seed=None, var_names=None, lagged=None):
-    """Draws of every ``AR`` and ``GaussianRandomWalk`` series ``steps`` steps past
-    its last value, one per posterior draw.
+    """Draws of every ``AR`` and ``GaussianRandomWalk`` series, and of every
+    observed term read through a scan, ``steps`` steps past its last value,
+    one per posterior draw.
 
     Parameters
     ----------
@@ -164,6 +166,10 @@ def forecast(idata, model, steps, seed=None, var_names=None, lagged=None):
     if not series:
         raise ModelError(f"{what}: the model has no AR or GaussianRandomWalk term, nor one read through a scan, "
                          f"to forecast; its terms are {[t.name for t in m.terms]}")
+    unknown = sorted(set(lagged or {}) - set(m.data_nodes))
+    if unknown:
+        raise ValueError(f"{what}: lagged names {unknown[0]!r}, which is no data of the model; its data are "
+                         f"{sorted(m.data_nodes)}")
     names = predictive._wanted(var_names, list(series), what,
                                "which is no AR or GaussianRandomWalk term, nor one read through a scan")
     posterior = idata["posterior"].to_dataset() if hasattr(idata["posterior"], "to_dataset") \

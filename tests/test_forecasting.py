@@ -175,3 +175,6 @@ def test_a_scan_forecast_needs_its_lagged_inputs():
     with pytest.raises(ModelError, match=r"lagged says 'r_previous' is 'r' one step back, but r_previous\[1:\] "
                                          r"differs from r\[:-1\]"):
         ld.forecast(post, garch(r, previous=r), steps=2, lagged={"r_previous": "r"})
+    with pytest.raises(ValueError, match=r"lagged names 'r_prev', which is no data of the model; its data are "
+                                         r"\['r', 'r_previous'\]"):
+        ld.forecast(post, m, steps=2, lagged={"r_prev": "r"})
