@@ -37,7 +37,7 @@ _DISTRIBUTED = ("map_fits", "nuts_distributed", "ShardedLogDensity", "fit_seeds"
 def __getattr__(name):
     """``ld.nuts``, ``ld.hmc``, ``ld.chees``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
     ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.from_draws``,
-    ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``: imported on first use (they load ArviZ,
+    ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``, ``ld.forecast``: imported on first use (they load ArviZ,
     the samplers their own kernels too); ``ld.map_fits``, ``ld.nuts_distributed``,
     ``ld.ShardedLogDensity``, ``ld.fit_seeds`` from ``logdens.distributed`` (Dask itself
     is imported when they run)."""
@@ -47,6 +47,9 @@ def __getattr__(name):
     if name in _PREDICTIVE:  # imports ArviZ on first use, as the samplers do
         from logdens import predictive
         return getattr(predictive, name)
+    if name == "forecast":
+        from logdens.forecasting import forecast
+        return forecast
     if name == "from_draws":
         from logdens.samplers.external_draws import from_draws
         return from_draws
