@@ -1,0 +1,34 @@
+"""The command line: ``python -m logdens warmup [--all]``.
+
+``warmup`` compiles the samplers once at set-up (numba caches them on disk),
+so that the first ``ld.nuts`` of a user's first model does not spend seconds
+compiling them (:mod:`logdens.samplers.warmup`).
+"""
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    """Run the command line; returns the exit status (1: the warm-up failed)."""
+    parser = argparse.ArgumentParser(prog="python -m logdens")
+    commands = parser.add_subparsers(dest="command", required=True)
+    warm = commands.add_parser(
+        "warmup", help="compile the samplers into numba's cache (once per install)",
+        description="Compile what ld.nuts uses with its defaults into numba's disk cache, so "
+                    "that later processes load it instead of compiling it.")
+    warm.add_argument("--all", action="store_true", dest="everything",
+                      help="also the other samplers and variants (Stan's warmup, dense metric, "
+                           "HMC, ChEES, ADVI, Pathfinder, external log densities)")
+    args = parser.parse_args(argv)
+    from logdens.samplers.warmup import WarmupError, warmup
+    try:
+        warmup(args.everything)
+    except WarmupError as err:
+        print(f"\nlogdens warmup failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
