@@ -1,5 +1,6 @@
 """``python -m logdens warmup`` and the message of a run that compiles the samplers (samplers.warmup)."""
 
+import io
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import numba
 import pytest
 
 from logdens.__main__ import main
-from logdens.samplers.warmup import (MESSAGE, Entry, WarmupError, _compile,
+from logdens.samplers.warmup import (MESSAGE, Entry, WarmupError, _compile, _unsaved,
                                      announcing_compile, watching_compiles)
 
 # A model warmup never saw (it compiles no model), run with the progress bar
@@ -117,3 +118,34 @@ def test_numba_without_a_cache_location_is_a_warmup_error():
         _compile(Entry("NUTS", refuse))
     with pytest.raises(RuntimeError, match="unrelated"):
         _compile(Entry("NUTS", lambda: (_ for _ in ()).throw(RuntimeError("unrelated"))))
+
+
+def test_warmup_prints_each_entry_compiled_then_loaded(monkeypatch, tmp_path):
+    from logdens.samplers import warmup as module
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    monkeypatch.setenv("LOGDENS_CACHE_DIR", str(tmp_path / "logdens"))
+    fresh = numba.njit(lambda v: v - 1)
+    monkeypatch.setattr(module, "entries", lambda everything: [Entry("a fresh function",
+                                                                    lambda: fresh(1))])
+    out = io.StringIO()
+    module.warmup(stream=out)
+    module.warmup(stream=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == (f"numba cache: {tmp_path / 'numba'}; "
+                        f"logdens model cache: {tmp_path / 'logdens'}")
+    assert lines[1].startswith("  a fresh function: compiled in ")
+    assert lines[4].startswith("  a fresh function: loaded from cache in ")
+
+
+def test_a_cached_function_whose_index_numba_did_not_write_is_reported(monkeypatch, tmp_path):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    cached = numba.njit(cache=True)(_cached_function)
+    with watching_compiles() as seen:
+        cached(1.0)
+    assert _unsaved(seen.dispatchers) == []
+    os.remove(cached._cache._cache_file._index_path)
+    assert _unsaved(seen.dispatchers) == [cached]
+
+
+def _cached_function(v):
+    return v * 0.5
