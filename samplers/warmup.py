@@ -59,8 +59,10 @@ def entries(everything=False):
     ]
 
 
-MESSAGE = ("logdens: compiling {what} for this machine, once per install (about 10 s; later runs "
-           "load it from numba's cache). Run `python -m logdens warmup` at set-up to do it ahead.")
+#: Printed before a run compiles sampler code (:func:`announcing_compile`).
+MESSAGE = ("logdens: compiling {what} for this machine; this takes seconds and happens once per "
+           "install (later runs load it from numba's cache). Run `python -m logdens warmup` at "
+           "set-up to do it ahead.")
 
 
 class WarmupError(RuntimeError):
