@@ -25,8 +25,9 @@ passes, machine code), in total and for the eight that spend the most.
 ``--after-warmup`` times set-up as the README runs it: in empty cache
 directories, ``python -m logdens warmup`` (*warmup*: its process's wall and
 CPU seconds, imports included), then a fresh process's first ``ld.nuts``
-on eight schools (*after warmup*; warmup compiles no model, so this model is
-new to the caches), beside *cold* (the same process with no warmup before
+on eight schools (*after warmup*; warmup compiles the samplers and the
+distributions' kernels through a model of its own, so this one is new to
+the caches), beside *cold* (the same process with no warmup before
 it) in the same round.  ``total`` is the model's ``compile()`` plus the
 first ``ld.nuts``.  With ``--events`` it lists the compile events of the
 process after warmup: what a first run still compiles.

@@ -1,8 +1,9 @@
 """The command line: ``python -m logdens warmup [--all]``.
 
-``warmup`` compiles the samplers once at set-up (numba caches them on disk),
-so that the first ``ld.nuts`` of a user's first model does not spend seconds
-compiling them (:mod:`logdens.samplers.warmup`).
+``warmup`` compiles the samplers and the common distributions' kernels once
+at set-up (numba caches them on disk), so that the first ``ld.nuts`` of a
+user's first model does not spend seconds compiling them
+(:mod:`logdens.samplers.warmup`, :mod:`logdens.warmup`).
 """
 
 import argparse
@@ -21,9 +22,11 @@ def main(argv=None):
                       help="also the other samplers and variants (Stan's warmup, dense metric, "
                            "HMC, ChEES, ADVI, Pathfinder, external log densities)")
     args = parser.parse_args(argv)
-    from logdens.samplers.warmup import WarmupError, warmup
+    from logdens.samplers.warmup import Entry, WarmupError, warmup
+    from logdens.warmup import compile_common_model
     try:
-        warmup(args.everything)
+        warmup(args.everything, extra=[Entry("kernels of the common distributions (a small model)",
+                                             compile_common_model)])
     except WarmupError as err:
         print(f"\nlogdens warmup failed: {err}", file=sys.stderr)
         return 1

@@ -165,7 +165,7 @@ def _compile(entry):
     return bool(seen.dispatchers), time.perf_counter() - t, time.process_time() - c
 
 
-def warmup(everything=False, stream=None):
+def warmup(everything=False, stream=None, extra=()):
     """Compile (or load from numba's disk cache) the samplers' code, printing
     each entry and its time; a second call in a fresh process only loads.
 
@@ -174,6 +174,9 @@ def warmup(everything=False, stream=None):
     everything : bool
         Also the other samplers and variants, not only what ``ld.nuts``
         compiles with its defaults (:func:`entries`).
+    extra : sequence of Entry
+        Compiled after the samplers' (the models' kernels: samplers know no
+        model, :mod:`logdens.warmup`).
     stream : file, optional
         Where to print (stdout).
 
@@ -187,7 +190,7 @@ def warmup(everything=False, stream=None):
     print(f"numba cache: {numba_dir or 'beside the package sources (numba default)'}; "
           f"logdens model cache: {logdens_dir}", file=stream, flush=True)
     total = time.perf_counter()
-    for entry in entries(everything):
+    for entry in [*entries(everything), *extra]:
         print(f"  {entry.label}: ", end="", file=stream, flush=True)
         compiled, wall, cpu = _compile(entry)
         print(f"{'compiled' if compiled else 'loaded from cache'} in {wall:.1f} s "

@@ -26,9 +26,12 @@ NEW_MODEL_RUN = textwrap.dedent("""
     a = m.param("a", ld.Normal(0, 1))
     b = m.param("b", ld.Normal(0, 1))
     m.observe("y", ld.Normal(a + b * x, 0.5), 0.3 + 1.2 * x)
-    density = m.compile()
+    with watching_compiles() as model:
+        density = m.compile()
     with watching_compiles() as seen:
         ld.nuts(density, draws=20, tune=20, chains=1, progress=True)
+    print(sorted({d.py_func.__module__ for d in model.dispatchers
+                  if d.py_func.__module__.startswith("logdens.distributions")}))
     print(sorted({d.py_func.__module__ for d in seen.dispatchers
                   if d.py_func.__module__.startswith("logdens.samplers")}))
     print("--- hmc", file=sys.stderr, flush=True)
@@ -43,22 +46,24 @@ def _run(args, env):
 
 @pytest.mark.slow
 def test_warmup_makes_the_next_process_first_nuts_compile_no_sampler_code(tmp_path):
-    """After ``warmup`` in an empty cache, a second warmup only loads, and a
-    fresh process's first ``ld.nuts`` on a new model compiles nothing of the
-    samplers and prints no message; its first ``ld.hmc`` compiles the HMC
-    transition and says so before its progress bar."""
+    """After ``warmup`` in an empty cache, a second warmup only loads, and in a
+    fresh process a new model's ``compile()`` compiles no distribution kernel
+    and its first ``ld.nuts`` nothing of the samplers, with no message; its
+    first ``ld.hmc`` compiles the HMC transition and says so before its
+    progress bar."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"),
                LOGDENS_CACHE_DIR=str(tmp_path / "logdens"), PYTHONWARNINGS="ignore")
     first = _run(["-m", "logdens", "warmup"], env)
     assert first.returncode == 0, first.stderr
     assert "nutpie's warmup (ld.nuts's default): compiled in" in first.stdout
+    assert "common distributions (a small model): compiled in" in first.stdout
     again = _run(["-m", "logdens", "warmup"], env)
     assert again.returncode == 0, again.stderr
-    assert "loaded from cache" in again.stdout and "compiled in" not in again.stdout
+    assert again.stdout.count("loaded from cache") == 2 and "compiled in" not in again.stdout
 
     run = _run(["-c", NEW_MODEL_RUN], env)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.splitlines()[-1] == "[]"  # no sampler function compiled
+    assert run.stdout.splitlines()[-2:] == ["[]", "[]"]  # no kernel, no sampler function compiled
     nuts_err, hmc_err = run.stderr.split("--- hmc\n")
     assert "logdens: compiling" not in nuts_err
     assert hmc_err.startswith(MESSAGE.format(what="static HMC (diag metric, nutpie's warmup)"))
