@@ -15,9 +15,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m logdens")
     commands = parser.add_subparsers(dest="command", required=True)
     warm = commands.add_parser(
-        "warmup", help="compile the samplers into numba's cache (once per install)",
-        description="Compile what ld.nuts uses with its defaults into numba's disk cache, so "
-                    "that later processes load it instead of compiling it.")
+        "warmup", help="compile the samplers and common kernels into numba's cache (once per "
+                       "install)",
+        description="Compile what ld.nuts uses with its defaults, and the common "
+                    "distributions' kernels, into numba's disk cache, so that later processes "
+                    "load them instead of compiling them.")
     warm.add_argument("--all", action="store_true", dest="everything",
                       help="also the other samplers and variants (Stan's warmup, dense metric, "
                            "HMC, ChEES, ADVI, Pathfinder, external log densities)")
