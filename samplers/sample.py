@@ -18,6 +18,7 @@ from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, import_lazy_modules
 from .protocol import dimension, resolve
 from .rng import make_state
 from .runner import compile_chains, resolve_cores, run_chains
+from .warmup import announcing_compile
 
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0
@@ -142,7 +143,10 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
                                inv_metrics[c]) for c in range(chains)]
         check_outputs(log_density, states[0].q, log_likelihood)
         schedule = warmup_schedule(tune, *(int(w) for w in windows))
-        compile_chains(iconf)
+        what = (f"{'NUTS' if kind == kernel.NUTS else 'static HMC'} ({metric} metric, "
+                f"{resolve_adaptation(adaptation, metric)}'s warmup)")
+        with announcing_compile(what, progress):
+            compile_chains(iconf)
         import_lazy_modules()
         with interrupt.handling_sigint():  # nothing is imported (nor compiled) from here on
             res = run_chains(entry, states, schedule, iconf, fconf, tune + draws, tune,
@@ -214,7 +218,8 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         scales instead of the identity or ``1 / |grad|``); the
         evaluations it spent are ``posterior.attrs["init_evals"]``.
     progress : bool
-        Show a tqdm progress bar.
+        Show a tqdm progress bar, and before the sampler is compiled (once
+        per install, :mod:`samplers.warmup`) say so.
     cores : int, optional
         Threads; default ``os.cpu_count()``, at most ``chains``.
     save_warmup : bool
