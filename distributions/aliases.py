@@ -201,7 +201,10 @@ def bind(cls, args, kwargs):
     """
     name = cls.spec.name
     own = _keywords(cls)
-    spellings = {alias: s for s in ALIASES.get(name, ()) for alias in s.given}
+    spellings = {}  # alias -> the spellings that read it (Beta's mu: with sigma, or with nu)
+    for spelling in ALIASES.get(name, ()):
+        for alias in spelling.given:
+            spellings.setdefault(alias, []).append(spelling)
     passed = set(own) | ({"logits", "logit_p"} if cls.logit_form else set())
     bound = {keyword: f"argument {i + 1} ({keyword})" for i, keyword in enumerate(own[:len(args)])}
     out, notes, done = {}, [], set()
@@ -215,10 +218,10 @@ def bind(cls, args, kwargs):
         if key in passed:
             claim(key, key, value)
             continue
-        spelling = spellings.get(key)
-        if spelling is None:
+        if key not in spellings:
             also = f" (also spelled {', '.join(spellings)})" if spellings else ""
             raise TypeError(f"{name} has no parameter {key!r}; it takes {', '.join(own)}{also}")
+        spelling = next((s for s in spellings[key] if set(s.given) <= set(kwargs)), spellings[key][0])
         if spelling in done:
             continue
         done.add(spelling)
@@ -231,7 +234,7 @@ def bind(cls, args, kwargs):
 def _converted(name, spelling, kwargs, notes):
     """The canonical values ``spelling`` gives from ``kwargs``."""
     missing = [g for g in spelling.given if g not in kwargs]
-    if missing:
+    if missing:  # the first spelling that reads the keyword: name it and its partners
         raise TypeError(f"{name}: {', '.join(spelling.given)} ({spelling.source}'s spelling) go together; "
                         f"missing {', '.join(missing)}")
     values = [kwargs[g] for g in spelling.given]
