@@ -21,6 +21,7 @@ from logdens.linalg import (add_diag, cholesky, cholesky_logdet, concatenate, di
 from logdens.mixture import Mixture  # noqa: F401
 from logdens.scans import hmm_marginal, scan  # noqa: F401
 from logdens.model import Model  # noqa: F401
+from logdens.model_warnings import ModelWarning  # noqa: F401
 
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS
 globals().update(_FUNCTIONS)
