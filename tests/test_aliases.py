@@ -284,3 +284,16 @@ def test_numeric_only_spelling_refuses_expressions():
     s = m.param("s", ld.HalfNormal(1.0))
     with pytest.raises(InvalidArgumentError, match=r"MvNormal: tau= takes numbers"):
         ld.MvNormal(np.zeros(2), tau=s * np.eye(2))
+
+
+def test_the_docs_table_lists_every_spelling():
+    """docs/pymc-spelling.md has one table row per distribution naming each of its
+    spellings and, for a conversion, its formula."""
+    import pathlib
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "pymc-spelling.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in page.splitlines() if line.startswith("| `")}
+    assert set(rows) == set(ALIASES)
+    for name, spellings in ALIASES.items():
+        for s in spellings:
+            assert all(f"`{g}`" in rows[name] for g in s.given), (name, s.given)
+            assert s.formula in rows[name], (name, s.formula)
