@@ -20,12 +20,13 @@ has other names for its parameters; ``tests/test_aliases.py`` checks that
 and tests every spelling against scipy.
 """
 
+import functools
 import inspect
 from typing import Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from .frozen import InvalidArgumentError, is_numeric
+from .frozen import Distribution, InvalidArgumentError, is_numeric
 
 
 class Spelling(NamedTuple):
@@ -199,12 +200,11 @@ def bind(cls, args, kwargs):
     A parameter set twice (by position and keyword, or by two spellings) and
     an unknown keyword are TypeErrors naming the spellings.
     """
+    if not kwargs:  # positional only: nothing to bind
+        return kwargs, []
     name = cls.spec.name
     own = _keywords(cls)
-    spellings = {}  # alias -> the spellings that read it (Beta's mu: with sigma, or with nu)
-    for spelling in ALIASES.get(name, ()):
-        for alias in spelling.given:
-            spellings.setdefault(alias, []).append(spelling)
+    spellings = _by_keyword(name)
     passed = set(own) | ({"logits", "logit_p"} if cls.logit_form else set())
     bound = {keyword: f"argument {i + 1} ({keyword})" for i, keyword in enumerate(own[:len(args)])}
     out, notes, done = {}, [], set()
@@ -256,10 +256,21 @@ def _converted(name, spelling, kwargs, notes):
     return converted
 
 
+@functools.lru_cache(maxsize=None)
+def _by_keyword(name):
+    """Alias -> the spellings of distribution ``name`` that read it (Beta's mu:
+    with sigma, or with nu)."""
+    spellings = {}
+    for spelling in ALIASES.get(name, ()):
+        for alias in spelling.given:
+            spellings.setdefault(alias, []).append(spelling)
+    return spellings
+
+
+@functools.lru_cache(maxsize=None)
 def _keywords(cls):
     """The canonical keywords of ``cls``'s constructor in positional order."""
-    init = cls.__init__
-    if getattr(init, "__qualname__", "") == "Distribution.__init__":
+    if cls.__init__ is Distribution.__init__:
         return cls.spec.param_names
-    parameters = list(inspect.signature(init).parameters.values())[1:]
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
     return tuple(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
