@@ -13,15 +13,14 @@ from logdens.distributions.constraints import (cholesky_corr, cholesky_cov, corr
                                                positive, positive_ordered, real, simplex, sum_to_zero,
                                                unit_interval, unit_vector)
 from logdens.expr import FUNCTIONS as _FUNCTIONS
-from logdens.expr import (ModelError, clip, cumsum, diag_pre_multiply, dot, inv_logit,  # noqa: F401
-                          log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
+from logdens.expr import (ModelError, ModelWarning, clip, cumsum, diag_pre_multiply, dot,  # noqa: F401
+                          inv_logit, log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
 from logdens import gp  # noqa: F401  (ld.gp.exp_quad, ...)
 from logdens.linalg import (add_diag, cholesky, cholesky_logdet, concatenate, diag,  # noqa: F401
                             solve_triangular, stack)
 from logdens.mixture import Mixture  # noqa: F401
 from logdens.scans import hmm_marginal, scan  # noqa: F401
 from logdens.model import Model  # noqa: F401
-from logdens.model_warnings import ModelWarning  # noqa: F401
 
 # ld.exp, ld.log, ld.logaddexp, ...: one per elementwise op of logdens.ops.OPS
 globals().update(_FUNCTIONS)

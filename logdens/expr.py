@@ -23,6 +23,10 @@ class ModelError(ValueError):
     """A model is malformed: a bad name, shape, index or data array."""
 
 
+class ModelWarning(UserWarning):
+    """Something in a model a user should know of: values it imputes, say."""
+
+
 #: How many levels of an expression ``label()`` shows: a shared sub-expression
 #: is written out at every use, so an unbounded label of an unrolled recursion
 #: has a length exponential in its depth.

@@ -12,7 +12,6 @@ import numpy as np
 from logdens.distributions.frozen import Distribution
 from logdens import bounds
 from logdens import dims as dimensions
-from logdens import model_warnings
 from logdens import transforms
 from logdens.expr import FUNCTIONS, Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
 from logdens.expr import sum as expr_sum
@@ -353,6 +352,7 @@ class Model:
         as a scale) and of a parameter with no prior on an unbounded set
         (``logdens.model_warnings``).
         """
+        from logdens import model_warnings
         from logdens.engine import compile_model
         model_warnings.warn(self)
         return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel,

@@ -22,11 +22,7 @@ import warnings
 import numpy as np
 
 from logdens.distributions.constraints import describe
-from logdens.expr import Param
-
-
-class ModelWarning(UserWarning):
-    """A model that compiles but that is probably not what was meant."""
+from logdens.expr import ModelWarning, Param
 
 
 def warn(model, stacklevel=3):
