@@ -80,6 +80,7 @@ def mv_rows():
         row(ld.MvStudentT, dict(nu=4.0, mu=np.array([0.5, -0.5]), chol=chol), x2, mvt),
         row(ld.MvStudentT, dict(nu=4.0, mu=np.array([0.5, -0.5]), Sigma=cov), x2, mvt, converted=True),
         row(ld.MvStudentT, dict(nu=4.0, mu=np.array([0.5, -0.5]), scale=cov), x2, mvt, converted=True),
+        row(ld.MvStudentT, dict(nu=4.0, mu=np.array([0.5, -0.5]), tau=np.linalg.inv(cov)), x2, mvt, converted=True),
         row(ld.Categorical, dict(probs=p), np.array([0, 1, 2]), reference=lambda x: np.log(p[x])),
         row(ld.CategoricalLogit, dict(logit_p=np.log(p) + 1.0), np.array([0, 1, 2]),
             reference=lambda x: np.log(p[x])),
