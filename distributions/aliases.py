@@ -111,6 +111,9 @@ NEGATIVE_BINOMIAL = (
     *rename("NumPyro", mean="mu", concentration="phi"),
     Spelling(("total_count", "probs"), ("mu", "phi"), "NumPyro", _nb_from_numpyro,
              "mu = total_count probs / (1 - probs), phi = total_count"),
+    # NumPyro's NegativeBinomialLogits: probs = logistic(logits), so probs / (1 - probs) = exp(logits)
+    Spelling(("total_count", "logits"), ("mu", "phi"), "NumPyro", lambda n, logits: (n * np.exp(logits), n),
+             "mu = total_count exp(logits), phi = total_count"),
 )
 NORMAL_LIKE = (*rename("PyMC", mu="loc", sigma="scale"), precision("tau", "scale"))
 

@@ -172,6 +172,8 @@ ROWS = [
     row(ld.NegativeBinomial, dict(n=2.0, p=0.4), COUNTS, stats.nbinom(2.0, 0.4), converted=True),
     # NumPyro's probs is the success probability: scipy's p is 1 - probs
     row(ld.NegativeBinomial, dict(total_count=2.0, probs=0.6), COUNTS, stats.nbinom(2.0, 0.4), converted=True),
+    row(ld.NegativeBinomial, dict(total_count=2.0, logits=0.7), COUNTS, stats.nbinom(2.0, special.expit(-0.7)),
+        converted=True),
     row(ld.ZeroInflatedPoisson, dict(psi=0.7, mu=3.0), COUNTS, converted=True,
         reference=zero_inflated(0.7, stats.poisson(3.0))),
     row(ld.ZeroInflatedPoisson, dict(gate=0.3, rate=3.0), COUNTS,
