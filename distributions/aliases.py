@@ -247,7 +247,8 @@ def _converted(name, spelling, kwargs, notes):
         return values
     if spelling.numeric_only and not all(is_numeric(v) for v in values):
         raise InvalidArgumentError(f"{name}: {', '.join(spelling.given)}= takes numbers ({spelling.formula}, "
-                                   "computed once); for parameters give the canonical keyword")
+                                   "computed once); for a matrix of model parameters give its Cholesky factor as "
+                                   "scale_tril= (PyMC's chol=)")
     values = [np.asarray(v, dtype=float) if is_numeric(v) else v for v in values]
     try:
         with np.errstate(all="ignore"):  # an invalid result is named by the validation that follows

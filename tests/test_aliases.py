@@ -285,7 +285,8 @@ def test_spelling_of_model_parameters():
 def test_numeric_only_spelling_refuses_expressions():
     m = ld.Model()
     s = m.param("s", ld.HalfNormal(1.0))
-    with pytest.raises(InvalidArgumentError, match=r"MvNormal: tau= takes numbers"):
+    with pytest.raises(InvalidArgumentError, match=r"MvNormal: tau= takes numbers \(cov = inv\(tau\), computed once\); for a matrix of model "
+                                                  r"parameters give its Cholesky factor as scale_tril="):
         ld.MvNormal(np.zeros(2), tau=s * np.eye(2))
 
 
