@@ -34,7 +34,7 @@ class Spelling(NamedTuple):
 
     given: Tuple[str, ...]
     to: Tuple[str, ...]
-    source: str  # whose spelling: "PyMC", "NumPyro" or both
+    source: str  # whose spelling: "PyMC" or "NumPyro"
     #: ``convert(*given values) -> tuple of values of to``; None: the same values.
     convert: Optional[Callable] = None
     #: the conversion as a user reads it, for errors and the docs
@@ -193,7 +193,8 @@ ALIASES = {
     # NumPyro's walk starts at Normal(0, scale) and num_steps is the whole length T
     "GaussianRandomWalk": (
         Spelling(("scale",), ("sigma", "init_sigma"), "NumPyro", lambda s: (s, s), "sigma = init_sigma = scale"),
-        Spelling(("num_steps",), ("steps",), "NumPyro", _steps_from_length, "steps = num_steps - 1")),
+        Spelling(("num_steps",), ("steps",), "NumPyro", _steps_from_length, "steps = num_steps - 1",
+                 True)),
 }
 
 
@@ -247,8 +248,8 @@ def _converted(name, spelling, kwargs, notes):
         return values
     if spelling.numeric_only and not all(is_numeric(v) for v in values):
         raise InvalidArgumentError(f"{name}: {', '.join(spelling.given)}= takes numbers ({spelling.formula}, "
-                                   "computed once); for a matrix of model parameters give its Cholesky factor as "
-                                   "scale_tril= (PyMC's chol=)")
+                                   "computed once when the distribution is built), not model expressions (a "
+                                   "covariance of parameters: give its Cholesky factor as scale_tril=)")
     values = [np.asarray(v, dtype=float) if is_numeric(v) else v for v in values]
     try:
         with np.errstate(all="ignore"):  # an invalid result is named by the validation that follows
