@@ -353,8 +353,8 @@ class Model:
         (``logdens.model_warnings``).
         """
         from logdens import model_warnings
-        from logdens.engine import compile_model
         model_warnings.warn(self)
+        from logdens.engine import compile_model
         return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel,
                              dtype=dtype)
 
