@@ -285,8 +285,8 @@ def test_spelling_of_model_parameters():
 def test_numeric_only_spelling_refuses_expressions():
     m = ld.Model()
     s = m.param("s", ld.HalfNormal(1.0))
-    with pytest.raises(InvalidArgumentError, match=r"MvNormal: tau= takes numbers \(cov = inv\(tau\), computed once when "
-                                                  r"the distribution is built\), not model expressions"):
+    with pytest.raises(InvalidArgumentError, match=r"MvNormal: tau= takes numbers \(cov = inv\(tau\), computed "
+                                                  r"once when the distribution is built\), not model expressions"):
         ld.MvNormal(np.zeros(2), tau=s * np.eye(2))
     with pytest.raises(InvalidArgumentError, match=r"GaussianRandomWalk: num_steps= takes numbers"):
         ld.GaussianRandomWalk(scale=1.0, num_steps=s)
