@@ -220,9 +220,10 @@ class Model:
         self._set_dims(name, what, dims, expr.shape)
         return self.deterministics[name]
 
-    def observe(self, name, dist, value, dims=None):
+    def observe(self, name, dist, value=None, dims=None, *, observed=None):
         """Observed data ``value`` (an array, becoming data named ``name``, or a data expression).
 
+        ``observed=`` is PyMC's spelling of ``value``: give one of them.
         ``dims`` name the observations' axis in ``log_likelihood`` and
         ``observed_data``; by default an observed named data array's dims.
 
@@ -235,6 +236,10 @@ class Model:
         are missing: compile the model again for that.
         """
         what = f"observe {name!r}"
+        if (value is None) == (observed is None):
+            raise ModelError(f"{what}: give the observed data once, as the third argument or as observed= "
+                             f"(PyMC's spelling); got {'both' if value is not None else 'neither'}")
+        value = observed if value is None else value
         if not isinstance(dist, (Distribution, Mixture)):
             raise ModelError(f"{what}: expected a distribution, got {dist!r}")
         dims = dimensions.as_dims(dims, what)
@@ -363,7 +368,14 @@ class Model:
         int32): half the bytes a large model's evaluation reads, with the
         arithmetic still in float64 (see ``CudaLogDensity``); the default,
         ``dtype=None``, is float64. Other backends take no ``dtype``.
+
+        Warns (``ModelWarning``, once per model) of a parameter whose values can
+        leave the constraint of a distribution argument it is (a real parameter
+        as a scale) and of a parameter with no prior on an unbounded set
+        (``logdens.model_warnings``).
         """
+        from logdens import model_warnings
+        model_warnings.warn(self)
         from logdens.engine import compile_model
         lowered, marginals = marginalize.rewrite(self.snapshot())  # discrete parameters summed out
         density = compile_model(lowered, backend=backend, cache_dir=cache_dir, parallel=parallel, dtype=dtype)
