@@ -157,6 +157,7 @@ ALIASES = {
     "Binomial": rename("NumPyro", total_count="n", probs="p"),
     "BinomialLogit": rename("NumPyro", total_count="n", logits="logit_p"),
     "Geometric": rename("NumPyro", probs="p"),
+    "DiscreteUniform": rename("NumPyro", low="lower", high="upper"),
     "BetaBinomial": rename("NumPyro", concentration1="alpha", concentration0="beta", total_count="n"),
     "NegativeBinomial": NEGATIVE_BINOMIAL,
     "NegativeBinomialLog": (),

@@ -165,6 +165,7 @@ ROWS = [
     row(ld.Binomial, dict(total_count=10, probs=0.3), COUNTS, stats.binom(10, 0.3)),
     row(ld.BinomialLogit, dict(total_count=10, logits=0.4), COUNTS, stats.binom(10, special.expit(0.4))),
     row(ld.Geometric, dict(probs=0.3), COUNTS, reference=lambda x: stats.geom(0.3).logpmf(x + 1)),
+    row(ld.DiscreteUniform, dict(low=0, high=5), COUNTS, stats.randint(0, 6)),
     row(ld.BetaBinomial, dict(concentration1=2.0, concentration0=3.0, total_count=10), COUNTS,
         stats.betabinom(10, 2.0, 3.0)),
     row(ld.NegativeBinomial, dict(mu=3.0, alpha=2.0), COUNTS, stats.nbinom(2.0, 0.4)),
