@@ -9,9 +9,6 @@
   its docstring, its figure (``docs/figures/<name>.png``, saved by running
   it with ``--quick --out docs/figures``) and its source. A script that saves
   a figure which is not there fails the build.
-- Links to the topic pages written on other branches (``PENDING_PAGES``) are
-  plain text until the page exists, so the strict build passes before and
-  after they are merged.
 """
 
 import ast
@@ -21,7 +18,6 @@ import re
 from mkdocs.exceptions import PluginError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PENDING_PAGES = ("pymc-spelling.md", "missing-data.md", "marginalization.md", "predictions.md")
 
 
 def _constraint(constraint):
@@ -75,15 +71,6 @@ def examples_section():
     return "\n".join(parts)
 
 
-def _unlink_pending(markdown, docs_dir):
-    """``[text](page.md#anchor)`` to a pending page that is not there: ``text``."""
-    missing = [p for p in PENDING_PAGES if not (docs_dir / p).exists()]
-    if not missing:
-        return markdown
-    pattern = r"\[([^\]]+)\]\((?:" + "|".join(re.escape(p) for p in missing) + r")(?:#[^)]*)?\)"
-    return re.sub(pattern, r"\1", markdown)
-
-
 GENERATED = {"<!-- generated: distributions -->": distribution_tables,
              "<!-- generated: examples -->": examples_section}
 
@@ -93,4 +80,4 @@ def on_page_markdown(markdown, page, config, files):
     for marker, generate in GENERATED.items():
         if marker in markdown:
             markdown = markdown.replace(marker, generate())
-    return _unlink_pending(markdown, pathlib.Path(config["docs_dir"]))
+    return markdown
