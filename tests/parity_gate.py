@@ -2,7 +2,8 @@
 also lowered into programs (``logdens.compiler``) with the CPU schedule's
 passes, emitted as the Python twin, and compared with the engine's ``core``,
 ``value`` (with and without the Jacobian), ``constants`` and each observed
-term's ``pointwise`` rows (kept and dropped summands) at two points.
+term's ``pointwise`` rows (kept and dropped summands) and ``per_sample``
+gradient rows at two points.
 Run a test selection with it:
 
     PYTHONPATH=tests python -m pytest -p parity_gate tests/test_model.py
@@ -37,7 +38,7 @@ def compare(density, points=2, seed=0):
     lowered, layout = engine.lower(density.model)
     observed = [t for t in lowered.terms if t.per_observation]
     programs = [cpu_program(lowered, layout, name) for name in ("core", "value", "constants")]
-    programs += [cpu_program(lowered, layout, "pointwise", term) for term in observed]
+    programs += [cpu_program(lowered, layout, name, term) for term in observed for name in ("pointwise", "per_sample")]
     new, old = emit.load(emit.source(programs, lowered, layout, jit=False)), density._module
     data = density.fdata, density.idata
     rng = np.random.default_rng(seed)
@@ -62,6 +63,12 @@ def compare(density, points=2, seed=0):
                 getattr(new, name)(theta, *data, b, dropped)
                 if not _close(a, b):
                     return f"{name} (dropped={dropped}): max diff {np.max(np.abs(a - b)):.3g}"
+            name = f"per_sample_{layout.term_idents[term.name]}"
+            a, b = np.full((rows, density.dim), np.nan), np.full((rows, density.dim), np.nan)
+            getattr(old, name)(theta, *data, a)
+            getattr(new, name)(theta, *data, b)
+            if not _close(a, b):
+                return f"{name}: max diff {np.nanmax(np.abs(a - b)):.3g}"
     return None
 
 

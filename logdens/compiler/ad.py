@@ -334,11 +334,13 @@ class Builder:
         return h, ah
 
     # ----- terms ----------------------------------------------------------
-    def term(self, term, keep, rows_out=False):
+    def term(self, term, keep, rows_out=False, per_row=False):
         """The statements of one term: its map (or, without a plate, its scalar
         statements), every adjoint swept back; with ``rows_out``, each row's log
-        density stored in ``out`` (a pointwise log-likelihood) instead of added."""
-        term = rules.rows_added(term, per_observation=rows_out)
+        density stored in ``out`` (a pointwise log-likelihood) instead of added;
+        with ``per_row``, the adjoints of the values outside the map swept back
+        in each row (``per_sample_program``)."""
+        term = rules.rows_added(term, per_observation=rows_out or per_row)
         self.running = {}  # running sums are the term's own: filled in its outer, swept back after its rows
         lp = ir.Buffer("out", "out") if rows_out else ir.Buffer("lp", "lp")
         outer = Scope()
@@ -364,6 +366,9 @@ class Builder:
         if loop is outer:
             return outer.forward + outer.adjoint_locals() + seed + outer.reverse()
         body = loop.forward + loop.adjoint_locals() + seed + loop.reverse()
+        if per_row:  # the row's own gradient: what every row adds outside, swept back in the row
+            body = loop.forward + outer.adjoint_locals() + loop.adjoint_locals() + seed + loop.reverse() + outer.reverse()
+            return outer.forward + [ir.Map(loop.plate, loop.index, tuple(body))]
         return outer.forward + outer.adjoint_locals() + [ir.Map(loop.plate, loop.index, tuple(body))] + outer.reverse()
 
 
@@ -450,3 +455,40 @@ def pointwise_program(model, layout, term):
                  else [ir.Zero(ir.Buffer("out", "out"))])
     body.append(ir.When("dropped", tuple(leave_out), tuple(builder.term(term, keep_of(term), rows_out=True))))
     return ir.Program("pointwise", tuple(body), term.name)
+
+
+def per_sample_program(model, layout, term):
+    """``per_sample``: observed term ``term``'s gradient per observation, one row of
+    ``out`` (n_obs, dim) each, without priors or log-Jacobians: each row is
+    zeroed, its map's adjoints and those of the values outside it (swept back
+    in every row: a sum inside the term costs n passes per row; the adjoints
+    of running sums are zeroed per row) go into it, and an event transform's
+    adjoints are swept back into it row by row."""
+    builder = Builder(model, layout)
+    vectors = [p for p in layout.params.values() if p.shape != () and not p.transform.identity]
+    body = [ir.Constrain(p.name, type(p.transform).__name__) for p in vectors]
+    lines = builder.term(term, keep_of(term), per_row=True)
+    rows = next((s for s in lines if isinstance(s, ir.Map) and s.plate.name == term.name), None)
+    row = rows.index if rows is not None else "0"
+    events = [p.name for p in vectors if p.transform.event and p.name in term.params_read()]
+    start = [ir.Zero(ir.Buffer("rows", "rows", row=row))] + [ir.Zero(ir.Buffer("aconstrained", p)) for p in events]
+    finish = [ir.ConstrainAdjoint(p, type(layout.params[p].transform).__name__, row) for p in events]
+    if rows is None:  # one observation, no map
+        return ir.Program("per_sample", tuple(body + start + _into_rows(lines, row) + finish), term.name)
+    at = lines.index(rows)
+    start += [s for s in lines[:at] if isinstance(s, ir.Zero) and s.buffer.kind == "workspace"]  # running sums' adjoints
+    rows = rows._replace(body=tuple(start + _into_rows(rows.body, row) + finish))
+    return ir.Program("per_sample", tuple(body + lines[:at] + [rows] + lines[at + 1:]), term.name)
+
+
+def _into_rows(statements, row):
+    """``statements`` with their writes into ``grad`` going to row ``row`` of the per-sample rows."""
+    out = []
+    for s in statements:
+        dest = getattr(s, "dest", None)
+        if isinstance(dest, ir.Buffer) and dest.kind == "grad":
+            s = s._replace(dest=dest._replace(kind="rows", row=row))
+        elif isinstance(s, ir.Map):
+            s = s._replace(body=tuple(_into_rows(s.body, row)))
+        out.append(s)
+    return out

@@ -69,6 +69,10 @@ class Emitter:
         """Code of ``buffer[at]``. In a map in blocks, an element at the block's row
         is read through a view of the block (``rows``: numba then knows the
         position is not negative, and the loop vectorizes)."""
+        if buffer.kind == "rows":  # a per-sample row: its parameter's columns
+            slot = self.layout.params[buffer.name]
+            column = plus(slot.offset_code, self.arg(at.index)) if at.index is not None else slot.offset_code
+            return f"out[{buffer.row}, {column}]"
         array, base = self.array(buffer)
         if at.index is None:
             return f"{array}[{base}]"
@@ -93,6 +97,10 @@ class Emitter:
         return out
 
     def _zero(self, s):
+        if s.buffer.kind == "rows":
+            return [f"out[{s.buffer.row}, :] = 0.0"]
+        if s.buffer.kind == "aconstrained":
+            return [f"aw_{self.ident(s.buffer.name)}[:] = 0.0"]
         if s.buffer.kind != "grad":
             return [f"{s.buffer.name}[:] = 0.0"]
         if not s.kept:
@@ -124,6 +132,8 @@ class Emitter:
 
     def _constrainadjoint(self, s):
         slot = self.layout.params[s.name]
+        if s.row is not None:
+            return [slot.transform.reverse_code(slot.offset_code, slot.ident, f"out[{s.row}]", "0.0")]
         return [slot.transform.reverse_code(slot.offset_code, slot.ident, "grad", "1.0 if jacobian else 0.0")]
 
     def _jacobian(self, s):
@@ -168,12 +178,11 @@ class Emitter:
                 f"    {s.out.name} += {self.matrix(s.matrix, self.arg(s.row), j)} * {array}[{plus(offset, j)}]"]
 
     def _dotadjoint(self, s):
-        array, offset = self.array(s.dest)
         j = f"j_{s.scale.name}"
         value = f"{self.arg(s.scale)} * {self.matrix(s.matrix, self.arg(s.row), j)}"
         if s.through is not None:
             value += f" * dw_{self.ident(s.through.name)}[{j}]"
-        return [f"for {j} in range({self.size(s.length)}):", f"    {array}[{plus(offset, j)}] += {value}"]
+        return [f"for {j} in range({self.size(s.length)}):", f"    {self.element(s.dest, ir.At(j))} += {value}"]
 
     def _local(self, s):
         return [f"{s.out.name} = {literal(s.init)}"]

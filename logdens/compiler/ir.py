@@ -83,15 +83,20 @@ class Buffer(NamedTuple):
     """An array a program reads or adds into: ``theta``, ``grad``, ``lp`` (a
     scalar), a parameter's constrained values (``constrained``), its
     derivatives (``dconstrained``) or adjoints (``aconstrained``), a data
-    array (``data``, ``index`` for an integer one, ``matrix``), a workspace."""
+    array (``data``, ``index`` for an integer one, ``matrix``), a workspace,
+    ``out`` (pointwise rows) or ``rows``: row ``row`` of the per-sample
+    gradients, one gradient per observation (parameter ``name``'s columns)."""
 
     kind: str
     name: str
     offset: int = 0  # a parameter's block in theta / grad
+    row: Optional[str] = None
 
     def __str__(self):
         if self.kind in ("theta", "grad", "lp"):
             return self.kind
+        if self.kind == "rows":
+            return f"rows[{self.row}]" if self.name == "rows" else f"rows[{self.row}]:{self.name}"
         return f"{self.kind}:{self.name}"
 
 
@@ -376,13 +381,16 @@ class Length(NamedTuple):
 
 
 class ConstrainAdjoint(NamedTuple):
-    """The adjoints of an event-transformed parameter back into ``grad``."""
+    """The adjoints of an event-transformed parameter back into ``grad`` (or into
+    per-sample row ``row``, without the log-Jacobian's)."""
 
     name: str
     transform: str
+    row: Optional[str] = None
 
     def __str__(self):
-        return f"accumulate grad[{self.name}] += reverse {self.transform} aconstrained:{self.name}"
+        into = "grad" if self.row is None else f"rows[{self.row}]"
+        return f"accumulate {into}[{self.name}] += reverse {self.transform} aconstrained:{self.name}"
 
 
 class Jacobian(NamedTuple):
@@ -414,15 +422,17 @@ def _arg(a):
 
 #: The arguments of each function a program may be (``Program.name``).
 SIGNATURES = {"core": "theta, grad, fdata, idata, jacobian", "value": "theta, fdata, idata, jacobian",
-              "constants": "theta, fdata, idata", "pointwise": "theta, fdata, idata, out, dropped"}
+              "constants": "theta, fdata, idata", "pointwise": "theta, fdata, idata, out, dropped",
+              "per_sample": "theta, fdata, idata, out"}
 
 
 class Program(NamedTuple):
     """A lowered function: ``name`` (a key of ``SIGNATURES``: ``core`` the log
     density and its gradient, ``value`` the log density, ``constants`` the
     summands ``core`` leaves out, ``pointwise`` one observed term's rows into
+    ``out``, ``per_sample`` its gradient per observation into the rows of
     ``out``) and its statements; it returns ``lp``. ``term``: the observed
-    term whose rows ``pointwise`` writes."""
+    term whose rows ``pointwise`` and ``per_sample`` write."""
 
     name: str
     body: tuple
