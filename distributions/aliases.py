@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from .frozen import Distribution, InvalidArgumentError, is_numeric
+from .constraints import InvalidArgumentError, is_numeric
 
 
 class Spelling(NamedTuple):
@@ -277,8 +277,9 @@ def _by_keyword(name):
 
 @functools.lru_cache(maxsize=None)
 def _keywords(cls):
-    """The canonical keywords of ``cls``'s constructor in positional order."""
-    if cls.__init__ is Distribution.__init__:
-        return cls.spec.param_names
+    """The canonical keywords of ``cls``'s constructor in positional order: its
+    spec's parameters where it takes ``*args`` (``Distribution.__init__``)."""
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return cls.spec.param_names
     return tuple(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))

@@ -8,25 +8,11 @@ the offending index and value, and the violated condition.
 """
 
 import importlib
-import numbers
 
 import numpy as np
 
-from . import random, vectorize
-from .constraints import contains, describe
-
-
-class InvalidArgumentError(ValueError):
-    """An argument of a distribution violates its constraint."""
-
-
-def is_numeric(value):
-    """Whether ``value`` is a number or array (as opposed to a model expression)."""
-    if isinstance(value, (numbers.Number, np.ndarray, np.generic)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(is_numeric(v) for v in value)
-    return False
+from . import aliases, random, vectorize
+from .constraints import InvalidArgumentError, contains, describe, is_numeric  # noqa: F401 (their home was here)
 
 
 def _first_violation(name, value, mask):
@@ -61,7 +47,6 @@ class Spelled(type):
     def __call__(cls, *args, **kwargs):
         if cls.spec is None:
             return super().__call__(*args, **kwargs)
-        from . import aliases  # aliases imports this module
         kwargs, notes = aliases.bind(cls, args, kwargs)
         try:
             return super().__call__(*args, **kwargs)

@@ -18,7 +18,7 @@ from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, import_lazy_modules
 from .protocol import dimension, resolve
 from .rng import make_state
 from .runner import compile_chains, resolve_cores, run_chains
-from .warmup import announcing_compile
+from .compile_notice import announcing_compile
 
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0
@@ -219,7 +219,7 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         evaluations it spent are ``posterior.attrs["init_evals"]``.
     progress : bool
         Show a tqdm progress bar, and before the sampler is compiled (once
-        per install, :mod:`samplers.warmup`) say so.
+        per install, :mod:`samplers.compile_notice`) say so.
     cores : int, optional
         Threads; default ``os.cpu_count()``, at most ``chains``.
     save_warmup : bool

@@ -5,22 +5,20 @@ through a first-class function type) and numba caches them on disk, so
 they are compiled once per install: with every cache empty that is about
 7.6 of the 9.9 CPU-seconds of the first ``ld.nuts`` on eight schools.
 ``python -m logdens warmup`` (:func:`warmup`) does it at set-up, so that a
-user's first model starts sampling at once; :func:`announcing_compile`
-tells a run that compiles all the same what it is compiling and that it
-happens once.  Both see a compile through numba's ``numba:compile`` event,
-which numba raises only when a function is not loaded from its cache: a
-warm run prints nothing, at no cost.
+user's first model starts sampling at once; a run that compiles all the
+same says so (:mod:`samplers.compile_notice`, which also sees what this
+module's warm-up compiles).
 """
 
 import os
 import sys
 import tempfile
 import time
-from contextlib import contextmanager, nullcontext
 from typing import Callable, NamedTuple
 
 import numba
-from numba.core import event
+
+from .compile_notice import watching_compiles
 
 
 class Entry(NamedTuple):
@@ -59,50 +57,8 @@ def entries(everything=False):
     ]
 
 
-#: Printed before a run compiles sampler code (:func:`announcing_compile`).
-MESSAGE = ("logdens: compiling {what} for this machine; this takes seconds and happens once per "
-           "install (later runs load it from numba's cache). Run `python -m logdens warmup` at "
-           "set-up to do it ahead.")
-
-
 class WarmupError(RuntimeError):
     """The warm-up could not leave its compiled code where later processes find it."""
-
-
-class _Compiles(event.Listener):
-    """Records the functions numba compiles (``numba:compile`` starts only on a
-    cache miss); calls ``on_first`` before the first one."""
-
-    def __init__(self, on_first=None):
-        self.dispatchers = []
-        self._on_first = on_first
-
-    def on_start(self, ev):
-        if not self.dispatchers and self._on_first is not None:
-            self._on_first()
-        self.dispatchers.append(ev.data["dispatcher"])
-
-    def on_end(self, ev):
-        pass
-
-
-@contextmanager
-def watching_compiles(on_first=None):
-    """Context manager yielding a record (``.dispatchers``) of what numba
-    compiles in the block; ``on_first()`` runs before the first compile."""
-    listener = _Compiles(on_first)
-    with event.install_listener("numba:compile", listener):
-        yield listener
-
-
-def announcing_compile(what, enabled=True, stream=None):
-    """Context manager: before numba compiles anything in the block, print
-    :data:`MESSAGE` about ``what`` to ``stream`` (stderr); nothing when all
-    loads from the cache or ``enabled`` is false."""
-    if not enabled:
-        return nullcontext()
-    return watching_compiles(lambda: print(MESSAGE.format(what=what),
-                                           file=stream or sys.stderr, flush=True))
 
 
 def _check_writable(path, what, fix):

@@ -10,8 +10,8 @@ import numba
 import pytest
 
 from logdens.__main__ import main
-from logdens.samplers.warmup import (MESSAGE, Entry, WarmupError, _compile, _unsaved,
-                                     announcing_compile, watching_compiles)
+from logdens.samplers.compile_notice import MESSAGE, announcing_compile, watching_compiles
+from logdens.samplers.warmup import Entry, WarmupError, _compile, _unsaved
 
 # A model warmup never saw (it compiles no model), run with the progress bar
 # on; then static HMC, whose transition warmup did not compile.
@@ -19,7 +19,7 @@ NEW_MODEL_RUN = textwrap.dedent("""
     import sys
     import numpy as np
     import logdens as ld
-    from logdens.samplers.warmup import watching_compiles
+    from logdens.samplers.compile_notice import watching_compiles
 
     x = np.linspace(-1.0, 1.0, 12)
     m = ld.Model()
