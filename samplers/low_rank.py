@@ -19,15 +19,21 @@ as nutpie 0.16 runs it (``adaptation="low_rank"``; nuts-rs
    ``max_rank`` (the largest ``|log(lambda)|`` are kept).
 
 The inverse metric is then ``S (I + U (Lambda - I) U') S`` (see
-:mod:`samplers.metric`).  Runs in numpy between calls of the compiled loop
-(:func:`samplers.kernel.advance`): the eigendecompositions use LAPACK, and
-the loop stays free of it (compile time).
+:mod:`samplers.metric`).  Runs between calls of the compiled loop (:func:`samplers.kernel.advance`),
+compiled on its own (only runs that use it compile it), with loops and
+:mod:`samplers.eigh` rather than BLAS and LAPACK, whose threads
+oversubscribe the cores when every chain's thread calls them.
 """
 
+import math
+
 import numpy as np
+from numba import njit
 
 from ._jit import compiled
+from .eigh import OPTIONS, eigh
 from .grad_adaptation import MIN_DRAWS, VAR_MAX, VAR_MIN
+from .metric import cholesky_lower
 
 #: Eigenvalues in ``[1 / EIGVAL_CUTOFF, EIGVAL_CUTOFF]`` are left out (nuts-rs's
 #: ``LowRankSettings::eigval_cutoff`` default; nutpie's ``mass_matrix_eigval_cutoff``).
@@ -41,22 +47,88 @@ UPDATE_FREQ = 20
 MAX_RANK = 100
 
 
-def _sym_power(m, power):
-    """``m ** power`` of a symmetric positive definite matrix, by eigendecomposition."""
-    vals, vecs = np.linalg.eigh(m)
-    return (vecs * vals ** power) @ vecs.T
-
-
+@njit(**OPTIONS)
 def _scales(draws, grads, old):
     """Per-coordinate ``s**2 = sqrt(var(x) / var(g))``, clamped; ``old`` where
     that is not finite and positive (a coordinate that never moved), as
     :func:`samplers.grad_adaptation.grad_var_estimate` does."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.sqrt(draws.var(axis=0) / grads.var(axis=0))
-    ok = (ratio > 0) & np.isfinite(ratio)
-    return np.where(ok, np.clip(ratio, VAR_MIN, VAR_MAX), old)
+    out = old.copy()
+    for i in range(draws.shape[1]):
+        ratio = math.sqrt(draws[:, i].var() / grads[:, i].var())
+        if 0.0 < ratio < np.inf:
+            out[i] = min(max(ratio, VAR_MIN), VAR_MAX)
+    return out
 
 
+@njit(**OPTIONS)
+def _gram(a, b, scale):
+    """``a' b / scale + I`` for ``a, b`` of shape (n, m), by loops (no BLAS threads)."""
+    m = a.shape[1]
+    out = np.zeros((m, m))
+    for r in range(a.shape[0]):
+        for i in range(m):
+            ai = a[r, i] / scale
+            for j in range(m):
+                out[i, j] += ai * b[r, j]
+    for i in range(m):
+        out[i, i] += 1.0
+    return out
+
+
+@njit(**OPTIONS)
+def _matmul(a, b):
+    out = np.zeros((a.shape[0], b.shape[1]))
+    for i in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            aik = a[i, k]
+            for j in range(b.shape[1]):
+                out[i, j] += aik * b[k, j]
+    return out
+
+
+@njit(**OPTIONS)
+def _span(x, g):
+    """An orthonormal basis (d, m) of the span of the rows of ``x`` and ``g``,
+    from the eigenvectors of their Gram matrix (``m <= 2 n``, directions
+    whose singular value is below 1e-6 of the largest left out); the
+    identity when ``2 n >= d`` (nothing to gain)."""
+    n, d = x.shape
+    if 2 * n >= d:
+        return np.eye(d)
+    z = np.concatenate((x, g))
+    k = _matmul(z, z.T)
+    vals, vecs = np.empty(2 * n), np.empty((2 * n, 2 * n))
+    eigh(k, vals, vecs)
+    keep = np.flatnonzero(vals > vals[-1] * 1e-12)
+    return _matmul(z.T, vecs[:, keep]) / np.sqrt(vals[keep])
+
+
+@njit(**OPTIONS)
+def _fisher_covariance(xp, gp, gamma):
+    """The SPD ``C`` with ``C B C = A``, ``A = xp' xp / gamma + I``,
+    ``B = gp' gp / gamma + I``: with ``B = L L'``, ``C = L^{-T} (L' A L)^{1/2} L^{-1}``
+    (check: ``C B C = L^{-T} (L' A L) L^{-1} = A``), written ``Y Y'`` with
+    ``Y = L^{-T} V diag(nu^{1/4})`` from ``L' A L = V diag(nu) V'``."""
+    m = xp.shape[1]
+    a, b = _gram(xp, xp, gamma), _gram(gp, gp, gamma)
+    chol = np.zeros((m, m))
+    if not cholesky_lower(b, chol):
+        return np.full((m, m), np.nan)
+    k = _matmul(_matmul(chol.T, a), chol)
+    nu, v = np.empty(m), np.empty((m, m))
+    if not eigh(k, nu, v):
+        return np.full((m, m), np.nan)
+    y = v * np.sqrt(np.sqrt(np.maximum(nu, 0.0)))
+    for j in range(m):  # back substitution: L' y = v diag(nu^{1/4})
+        for i in range(m - 1, -1, -1):
+            t = y[i, j]
+            for r in range(i + 1, m):
+                t -= chol[r, i] * y[r, j]
+            y[i, j] = t / chol[i, i]
+    return _matmul(y, y.T)
+
+
+@njit(**OPTIONS)
 def low_rank_estimate(draws, grads, old_inv_diag, cutoff=EIGVAL_CUTOFF, gamma=GAMMA,
                       max_rank=MAX_RANK):
     """Estimate a diagonal-plus-low-rank inverse metric from draws and scores.
@@ -80,32 +152,26 @@ def low_rank_estimate(draws, grads, old_inv_diag, cutoff=EIGVAL_CUTOFF, gamma=GA
     vecs : ndarray, shape (k, dim)
         ``W = (S U)'``, ``S = diag(s)``.
     vals : ndarray, shape (k,)
-        Eigenvalues ``Lambda``.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        When an eigendecomposition fails (the caller keeps its metric).
+        Eigenvalues ``Lambda``; NaN entries when the estimate failed (a
+        matrix not numerically positive definite).
     """
     inv_diag = _scales(draws, grads, old_inv_diag)
     s = np.sqrt(inv_diag)
-    x = (draws - draws.mean(axis=0)) / s
-    g = (grads - grads.mean(axis=0)) * s
-    # An orthonormal basis of the span of the draws and scores (rows of x, g).
-    u, sv, _ = np.linalg.svd(np.concatenate([x, g]).T, full_matrices=False)
-    basis = u[:, sv > sv[0] * 1e-10] if sv.size and sv[0] > 0 else u[:, :0]
-    xp, gp = x @ basis, g @ basis
-    eye = np.eye(basis.shape[1])
-    a = xp.T @ xp / gamma + eye
-    b_half = _sym_power(gp.T @ gp / gamma + eye, 0.5)
-    b_inv_half = np.linalg.inv(b_half)
-    mid = _sym_power(b_half @ a @ b_half, 0.5)
-    cov = b_inv_half @ mid @ b_inv_half
-    vals, vecs = np.linalg.eigh(0.5 * (cov + cov.T))
+    x = np.empty(draws.shape)
+    g = np.empty(grads.shape)
+    for i in range(draws.shape[1]):
+        x[:, i] = (draws[:, i] - draws[:, i].mean()) / s[i]
+        g[:, i] = (grads[:, i] - grads[:, i].mean()) * s[i]
+    basis = _span(x, g)
+    cov = _fisher_covariance(_matmul(x, basis), _matmul(g, basis), gamma)
+    m = cov.shape[0]
+    vals, vecs = np.empty(m), np.empty((m, m))
+    if not eigh(cov, vals, vecs):
+        return inv_diag, np.zeros((1, draws.shape[1])), np.full(1, np.nan)
     keep = np.flatnonzero((vals > cutoff) | (vals < 1.0 / cutoff))
-    keep = keep[np.argsort(-np.abs(np.log(vals[keep])), kind="stable")][:max_rank]
-    directions = basis @ vecs[:, keep]  # (dim, k), orthonormal columns
-    return inv_diag, np.ascontiguousarray((directions * s[:, None]).T), vals[keep].copy()
+    keep = keep[np.argsort(-np.abs(np.log(vals[keep])), kind="mergesort")][:max_rank]
+    directions = _matmul(basis, vecs[:, keep])  # (dim, k), orthonormal columns
+    return inv_diag, np.ascontiguousarray((directions * s.reshape(-1, 1)).T), vals[keep]
 
 
 # Entries of a chain's ``lr_counts``: rows of draws stored, iteration of the
@@ -159,12 +225,9 @@ def install_low_rank(metric, counts, draws, grads, foreground):
         raise ValueError(f"metric='low_rank': the chain holds {end} warmup draws, its "
                          f"window {foreground}; its state needs low-rank buffers "
                          "(samplers.sample._chain_state(..., low_rank_rows=tune + 1))")
-    try:
-        inv_diag, vecs, vals = low_rank_estimate(draws[end - foreground:end],
-                                                 grads[end - foreground:end], metric.inv_diag,
-                                                 max_rank=metric.lr_vals.shape[0])
-    except np.linalg.LinAlgError:
-        return
+    inv_diag, vecs, vals = low_rank_estimate(draws[end - foreground:end],
+                                             grads[end - foreground:end], metric.inv_diag,
+                                             EIGVAL_CUTOFF, GAMMA, metric.lr_vals.shape[0])
     if not (np.all(np.isfinite(vecs)) and np.all(vals > 0) and np.all(np.isfinite(vals))):
         return
     k = vals.shape[0]
