@@ -71,6 +71,20 @@ def test_eight_schools_noncentered_with_low_rank_metric():
     assert abs(z_scores(post["tau"].values[..., None], EIGHT_SCHOOLS_TAU)[0]) < Z_MAX
 
 
+def test_static_hmc_takes_the_low_rank_metric():
+    idata = samplers.hmc(EightSchools(), num_steps=8, metric="low_rank", draws=50, tune=150,
+                         chains=1, seed=6, target_accept=0.65, progress=False)
+    assert idata.posterior.attrs["metric"] == "low_rank"
+    assert np.isfinite(idata.posterior["mu"].values).all()
+
+
+def test_low_rank_needs_nutpies_warmup():
+    with pytest.raises(ValueError, match="adaptation='stan' with metric='low_rank'"):
+        samplers.nuts(EightSchools(), metric="low_rank", adaptation="stan", progress=False)
+    with pytest.raises(ValueError, match="'diag', 'dense' or 'low_rank'"):
+        samplers.nuts(EightSchools(), metric="lowrank", progress=False)
+
+
 def gradients_per_effective_draw(idata):
     ess = float(arviz_stats.ess(idata, method="bulk", var_names=["theta"])["theta"].min())
     return float(idata.sample_stats["n_steps"].values.sum()) / ess
