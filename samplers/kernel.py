@@ -44,8 +44,8 @@ from .mass_matrix import (
 from .grad_adaptation import (
     FG_N, grad_adaptation_update, grad_var_start, grad_window_update,
     inverse_metric_from_gradient)
-from .low_rank import (PENDING, RANK, RESTART, UPDATE_FREQ, install_low_rank, low_rank_due,
-                       low_rank_store)
+from .low_rank import (PENDING, RANK, RESTART, UPDATE_FREQ, compile_estimate, install_low_rank,
+                       low_rank_due, low_rank_store)
 from .metric import Metric, set_inverse_metric_dense
 from .protocol import ENTRY_TYPE
 from .static_hmc import hmc_transition
@@ -432,6 +432,8 @@ def chunk_runner(kind, dense, adaptation=None):
         adaptation = ADAPT_STAN if dense else ADAPT_NUTPIE
     low_rank = int(adaptation) == ADAPT_LOW_RANK and not dense
     nutpie = int(adaptation) in (ADAPT_NUTPIE, ADAPT_LOW_RANK) and not dense
+    if low_rank:
+        compile_estimate()  # advance() calls it between calls of the loop
     return ChunkRunner(_loop(dense, nutpie, low_rank), _first_class(_transition(int(kind))),
                        _first_class(_search()))
 

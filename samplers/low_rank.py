@@ -214,6 +214,14 @@ def low_rank_due(counts, foreground, it, switched, update_freq):
     return True
 
 
+def compile_estimate():
+    """Compile :func:`low_rank_estimate` (or load it from numba's cache) now, on
+    a tiny problem: the runner compiles everything before sampling starts, so
+    that a Ctrl-C never lands in a compile."""
+    x = np.arange(6.0).reshape(3, 2) ** 2
+    low_rank_estimate(x, -x, np.ones(2), EIGVAL_CUTOFF, GAMMA, 2)
+
+
 def install_low_rank(metric, counts, draws, grads, foreground):
     """Estimate from the last ``foreground`` stored draws and install it in
     ``metric`` in place; an estimate that fails or is not finite keeps the old
