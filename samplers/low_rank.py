@@ -88,13 +88,10 @@ def _matmul(a, b):
 
 @njit(**OPTIONS)
 def _span(x, g):
-    """An orthonormal basis (d, m) of the span of the rows of ``x`` and ``g``,
-    from the eigenvectors of their Gram matrix (``m <= 2 n``, directions
-    whose singular value is below 1e-6 of the largest left out); the
-    identity when ``2 n >= d`` (nothing to gain)."""
-    n, d = x.shape
-    if 2 * n >= d:
-        return np.eye(d)
+    """An orthonormal basis (d, m) of the span of the rows of ``x`` and ``g``
+    (for ``2 n < d``), from the eigenvectors of their Gram matrix (``m <= 2 n``,
+    directions whose singular value is below 1e-6 of the largest left out)."""
+    n = x.shape[0]
     z = np.concatenate((x, g))
     k = _matmul(z, z.T)
     vals, vecs = np.empty(2 * n), np.empty((2 * n, 2 * n))
@@ -162,15 +159,20 @@ def low_rank_estimate(draws, grads, old_inv_diag, cutoff=EIGVAL_CUTOFF, gamma=GA
     for i in range(draws.shape[1]):
         x[:, i] = (draws[:, i] - draws[:, i].mean()) / s[i]
         g[:, i] = (grads[:, i] - grads[:, i].mean()) * s[i]
-    basis = _span(x, g)
-    cov = _fisher_covariance(_matmul(x, basis), _matmul(g, basis), gamma)
+    # With 2 n >= d the span is (almost surely) the whole space: no projection.
+    full = 2 * draws.shape[0] >= draws.shape[1]
+    basis = np.eye(1) if full else _span(x, g)
+    if full:
+        cov = _fisher_covariance(x, g, gamma)
+    else:
+        cov = _fisher_covariance(_matmul(x, basis), _matmul(g, basis), gamma)
     m = cov.shape[0]
     vals, vecs = np.empty(m), np.empty((m, m))
     if not eigh(cov, vals, vecs):
         return inv_diag, np.zeros((1, draws.shape[1])), np.full(1, np.nan)
     keep = np.flatnonzero((vals > cutoff) | (vals < 1.0 / cutoff))
     keep = keep[np.argsort(-np.abs(np.log(vals[keep])), kind="mergesort")][:max_rank]
-    directions = _matmul(basis, vecs[:, keep])  # (dim, k), orthonormal columns
+    directions = vecs[:, keep] if full else _matmul(basis, vecs[:, keep])  # orthonormal columns
     return inv_diag, np.ascontiguousarray((directions * s.reshape(-1, 1)).T), vals[keep]
 
 
