@@ -19,10 +19,11 @@ as nutpie 0.16 runs it (``adaptation="low_rank"``; nuts-rs
    ``max_rank`` (the largest ``|log(lambda)|`` are kept).
 
 The inverse metric is then ``S (I + U (Lambda - I) U') S`` (see
-:mod:`samplers.metric`).  Runs between calls of the compiled loop (:func:`samplers.kernel.advance`),
-compiled on its own (only runs that use it compile it), with loops and
-:mod:`samplers.eigh` rather than BLAS and LAPACK, whose threads
-oversubscribe the cores when every chain's thread calls them.
+:mod:`samplers.metric`).  The estimate runs between calls of the compiled
+loop (:func:`samplers.kernel.advance`), compiled on its own (only runs that
+use it compile it), with loops and :mod:`samplers.eigh` rather than BLAS
+and LAPACK, whose threads oversubscribe the cores when every chain's thread
+calls them.
 """
 
 import math
