@@ -11,6 +11,8 @@ import logdens as ld
 from logdens.evaluate import evaluate
 from logdens.expr import LABEL_DEPTH, Expr, ModelError
 
+from engine_helpers import check_gradient
+
 
 def _model():
     m = ld.Model()
@@ -356,9 +358,8 @@ def test_a_tuple_index_that_does_not_gather_rows_names_the_value_and_the_fix():
 def test_two_index_arrays_pair_as_numpy():
     """``W[i, j]`` with integer data i and j is numpy's: one element per row,
     ``W[i[n], j[n]]``. Values against numpy, the compiled gradient against the
-    Python twin and central differences (h 1e-6: rtol 1e-6, the difference's
-    truncation and rounding), and j past the last column named as a gather's
-    index is."""
+    Python twin and finite differences (``engine_helpers.check_gradient``), and
+    j past the last column named as a gather's index is."""
     rng = np.random.default_rng(7)
     J, K, N = 2, 3, 9
     i, j, y = rng.integers(0, J, N), rng.integers(0, K, N), rng.normal(size=N)
@@ -377,10 +378,6 @@ def test_two_index_arrays_pair_as_numpy():
     assert densities[0].log_density(theta, propto=False) == pytest.approx(want, rel=1e-12)
     assert lp == pytest.approx(lp_py, rel=1e-13)
     np.testing.assert_allclose(grad, grad_py, rtol=1e-12, atol=1e-13)
-    h = 1e-6
-    for k in range(theta.size):
-        step = np.eye(theta.size)[k] * h
-        quotient = (densities[0].log_density(theta + step) - densities[0].log_density(theta - step)) / (2 * h)
-        assert grad[k] == pytest.approx(quotient, rel=1e-6, abs=1e-7)
+    check_gradient(densities[0], theta, rng)
     with pytest.raises(ModelError, match=r"index j\[0\]=3 is out of bounds for .* of length 3"):
         densities[0].set_data(j=np.where(np.arange(N) == 0, K, j))
