@@ -50,7 +50,7 @@ def sums():
 
 
 def positions():
-    """Gathers, slices, a constant position and an event-transformed (simplex) vector."""
+    """Gathers (one of a gather), slices, a constant position and an event-transformed (simplex) vector."""
     rng = np.random.default_rng(2)
     m = ld.Model()
     v = m.param("v", ld.Normal(0, 1), shape=10)
@@ -58,6 +58,9 @@ def positions():
     m.observe("c", ld.Normal(w[np.array([0, 1, 2, 2])], 1.0), np.array([0.1, 0.2, 0.3, 0.4]))
     m.observe("y", ld.Normal(v[1:] - v[:-1], 1.0), rng.normal(size=9))
     m.potential("q", ld.sum(ld.exp(v[2]) * v))
+    group, rows = m.data("group", np.array([1, 2, 3])), m.data("rows", np.array([0, 2, 1, 1]))
+    x = m.data("x", np.array([0.5, -1.0, 2.0]))
+    m.observe("twice", ld.Normal((v[group] + x)[rows], 1.0), np.zeros(4))  # gathers of a gather and of data
     return m
 
 
@@ -120,7 +123,7 @@ def test_accumulations_say_who_else_adds_there():
     program = gradient_program(*engine.lower(positions()))  # before the CPU schedule's passes
     assert isinstance(program, Program) and isinstance(positions().compile().program(), Program)
     assert kinds(program, "aconstrained") == {"scatter"}  # w[index]: rows may collide
-    assert kinds(program, "grad") == {"own_row", "shared"}  # v[i], v[1:] at their rows; v[2] once
+    assert kinds(program, "grad") == {"own_row", "shared", "scatter"}  # v[i], v[1:] at their rows; v[2] once; v[..][..]
     assert any(isinstance(s, ir.ConstrainAdjoint) for s in program.statements())
 
 

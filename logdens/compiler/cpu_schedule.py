@@ -71,6 +71,7 @@ def _blocked(s):
             body.append(x)
     used = {y.at.index.name for y in ir.walk(body) if isinstance(y, (ir.Load, ir.Accumulate))
             and y.at is not None and isinstance(y.at.index, ir.Value)}
+    used |= {y.at.name for y in ir.walk(body) if isinstance(y, ir.Index) and isinstance(y.at, ir.Value)}
     body = [x for x in body if not (isinstance(x, ir.Index) and x.out.name in gathers and x.out.name not in used)]
     return ir.Blocked(s.plate, s.index, tuple(before), tuple(body), tuple(after))
 
