@@ -11,12 +11,14 @@ benchmarks/bench_compiler.py``. ``--sizes 1000 100000`` and ``--models`` pick th
 
 import argparse
 import time
+import warnings
 
 import numpy as np
 
 import engine_models
 import machine
 from logdens.compiler import cpu_program, emit
+from logdens.expr import ModelWarning
 
 MODELS = ["poisson", "normal", "potential", "bernoulli_logit", "logistic", "hierarchical"]
 
@@ -60,6 +62,7 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 100000])
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     args = parser.parse_args()
+    warnings.simplefilter("ignore", ModelWarning)  # the engine models' flat priors, on purpose
     print(machine.describe(machine.pin_one_core()))
     print("| model | N | engine core (us) | program core (us) | program / engine |")
     print("|---|---|---|---|---|")
