@@ -429,6 +429,7 @@ def gradient_program(model, layout, name="core"):
     vectors = [p for p in layout.params.values() if p.shape != () and not p.transform.identity]
     body = [ir.Zero(ir.Buffer("grad", "grad"))] if gradient else []
     body += [ir.Constrain(p.name, type(p.transform).__name__) for p in vectors]
+    body += [ir.Zero(ir.Buffer("aconstrained", p.name)) for p in vectors if gradient and p.transform.event]
     for term in model.terms:
         keep = dropped_of(term) if name == "constants" else keep_of(term)
         if keep is None:

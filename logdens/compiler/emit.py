@@ -99,13 +99,12 @@ class Emitter:
     def _zero(self, s):
         if s.buffer.kind == "rows":
             return [f"out[{s.buffer.row}, :] = 0.0"]
-        if s.buffer.kind == "aconstrained":
-            return [f"aw_{self.ident(s.buffer.name)}[:] = 0.0"]
-        if s.buffer.kind != "grad":
-            return [f"{s.buffer.name}[:] = 0.0"]
-        if not s.kept:
-            return ["grad[:] = 0.0"]
-        return [f"grad[{a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in s.kept)]
+        if s.buffer.kind == "grad":  # but the parameters whose first writer assigns (``kept``)
+            return [f"grad[{a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in s.kept)]
+        if s.buffer.kind == "aconstrained":  # an event transform's adjoints: a workspace of the gradient's only
+            slot = self.layout.params[s.buffer.name]
+            self.workspaces[f"aw_{slot.ident}"] = slot.constrained_code
+        return [f"{self.array(s.buffer)[0]}[:] = 0.0"]
 
     def _workspace(self, s):
         self.workspaces[s.buffer.name] = self.size(s.size)
@@ -123,8 +122,7 @@ class Emitter:
         w = f"w_{slot.ident}"
         self.workspaces[w] = slot.constrained_code
         if slot.transform.event:
-            self.workspaces[f"aw_{slot.ident}"] = slot.constrained_code
-            return [f"aw_{slot.ident}[:] = 0.0", slot.transform.forward_code(slot.offset_code, slot.ident)]
+            return [slot.transform.forward_code(slot.offset_code, slot.ident)]
         self.workspaces[f"dw_{slot.ident}"] = slot.size_code
         body = []
         x, dx = slot.transform.emit(body, f"theta[{plus(slot.offset_code, 'k')}]", f"u_{slot.ident}")

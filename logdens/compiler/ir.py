@@ -344,8 +344,8 @@ class BlockScatter(NamedTuple):
 class Constrain(NamedTuple):
     """Parameter ``name``'s constrained value from ``theta``: a scalar's into
     ``out`` and its derivative into ``dout``; a vector's into its
-    ``constrained`` buffer (and ``dconstrained``, or for an event transform
-    ``aconstrained`` zeroed)."""
+    ``constrained`` buffer (and ``dconstrained``; an event transform's adjoints,
+    ``aconstrained``, are a ``Zero`` of their own where a gradient needs them)."""
 
     name: str
     transform: str
