@@ -31,7 +31,7 @@ _SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "chees", "find_map", "laplace", "pathfin
 
 _PREDICTIVE = ("sample_prior_predictive", "sample_posterior_predictive")
 
-_DISTRIBUTED = ("map_fits", "nuts_distributed", "ShardedLogDensity", "fit_seeds")
+_DISTRIBUTED = ("map_fits", "nuts_distributed", "fit_seeds")
 
 
 def __getattr__(name):
@@ -39,11 +39,14 @@ def __getattr__(name):
     ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.from_draws``,
     ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``, ``ld.forecast``: imported on first use (they load ArviZ,
     the samplers their own kernels too); ``ld.map_fits``, ``ld.nuts_distributed``,
-    ``ld.ShardedLogDensity``, ``ld.fit_seeds`` from ``logdens.distributed`` (Dask itself
-    is imported when they run)."""
+    ``ld.fit_seeds`` from ``logdens.samplers.distributed`` and ``ld.ShardedLogDensity``
+    from ``logdens.distributed`` (Dask itself is imported when they run)."""
     if name in _DISTRIBUTED:
-        from logdens import distributed
+        from logdens.samplers import distributed
         return getattr(distributed, name)
+    if name == "ShardedLogDensity":
+        from logdens.distributed import ShardedLogDensity
+        return ShardedLogDensity
     if name in _PREDICTIVE:  # imports ArviZ on first use, as the samplers do
         from logdens import predictive
         return getattr(predictive, name)
