@@ -152,13 +152,13 @@ def map_fits(model, datasets, method="nuts", client=None, seed=0, progress=True,
 
 # ----- the chains of one fit ------------------------------------------------
 
-def _run_chain(payload, chain, seed, init, inv_metric, iconf, fconf, dense, schedule,
+def _run_chain(payload, chain, seed, init, inv_metric, iconf, fconf, metric, schedule,
                n_total, n_tune, cache_dir):
     """Chain ``chain`` of a NUTS run on a worker: its draws and statistics
     (what ``samplers.sample._sample`` computes for that chain)."""
     density = load(payload, cache_dir)
     entry = numba_entry(density)
-    state = sample._chain_state(entry, density.dim, dense, seed, chain, init, inv_metric)
+    state = sample.chain_state(entry, density.dim, metric, n_tune, seed, chain, init, inv_metric)
     res = run_chains(entry, [state], schedule, iconf, fconf, n_total, n_tune, 1, False)
     return res.draws[0], res.stats[0]
 
@@ -218,7 +218,7 @@ def nuts_distributed(model, draws=1000, tune=1000, chains=4, seed=0, client=None
     shipped = recomputable(client, payload(density), "model")
     token = uuid.uuid4().hex[:8]
     futures = [client.submit(_run_chain, shipped, c, seed, inits[c], inv_metrics[c], iconf, fconf,
-                             metric == "dense", schedule, tune + draws, tune, cache_dir,
+                             metric, schedule, tune + draws, tune, cache_dir,
                              key=f"logdens-chain-{c}-{token}")
                for c in range(chains)]
     parts = _gather(client, futures, progress, timeout, "chains")

@@ -17,7 +17,7 @@ import logdens as ld  # noqa: E402
 from logdens import cache  # noqa: E402
 from logdens import distributed as ldd  # noqa: E402
 from logdens.samplers import distributed as lsd  # noqa: E402
-from logdens.samplers.diagnostics import SamplerWarning  # noqa: E402
+from logdens.samplers.diagnostics import SamplerWarning, bulk_ess  # noqa: E402
 
 # A hang guard: the file takes about 70 s on 2 cores shared with other work
 # (4 tests kill a worker and wait for its nanny to start another); every
@@ -241,6 +241,42 @@ def test_chains_spread_over_workers_equal_a_local_multichain_run(client):
         attrs = [{k: v for k, v in idata[group].attrs.items() if k != "created_at"}
                  for idata in (remote, local)]
         assert attrs[0] == attrs[1]
+
+
+def low_rank_gaussian(dim=5):
+    """x ~ MvNormal(0, diag(s**2) + b b'): one direction (b) with about 50 times the
+    variance of the others, the posterior metric="low_rank" is for."""
+    s = np.linspace(0.5, 1.5, dim)
+    b = 3.0 * np.linspace(1.0, 2.0, dim)
+    cov = np.diag(s**2) + np.outer(b, b)
+    m = ld.Model()
+    m.param("x", ld.MvNormal(np.zeros(dim), cov=cov))
+    return m, cov, b / np.linalg.norm(b)
+
+
+def assert_moments(draws, mean, variance):
+    """Mean and second moment of ``draws`` (chains, draws) within 4 MCSE (bulk ESS)."""
+    for values, truth in ((draws, mean), ((draws - mean) ** 2, variance)):
+        mcse = values.std() / np.sqrt(bulk_ess(values))
+        assert abs(values.mean() - truth) < 4 * mcse, (values.mean(), truth, mcse)
+
+
+@pytest.mark.slow
+def test_nuts_distributed_with_a_low_rank_metric(client):
+    """Each worker's chain holds its own warmup draws and gradients for the
+    low-rank estimate (as in ld.nuts, whose chains it equals draw for draw)."""
+    m, cov, strong = low_rank_gaussian()
+    run = dict(draws=300, tune=300, chains=2, seed=2, metric="low_rank", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        remote = lsd.nuts_distributed(m, client=client, timeout=WAIT, **run)
+        local = ld.nuts(m, **run)
+    assert_same_groups(local, remote, ("posterior", "sample_stats"))
+    assert remote.posterior.attrs["metric"] == "low_rank"
+    x = remote.posterior["x"].values
+    for k in range(len(cov)):
+        assert_moments(x[..., k], 0.0, cov[k, k])
+    assert_moments(x @ strong, 0.0, strong @ cov @ strong)
 
 
 @pytest.fixture(scope="module")
