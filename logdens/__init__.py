@@ -16,6 +16,7 @@ from logdens.expr import FUNCTIONS as _FUNCTIONS
 from logdens.expr import (ModelError, ModelWarning, clip, cumsum, diag_pre_multiply, dot,  # noqa: F401
                           inv_logit, log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
 from logdens import gp  # noqa: F401  (ld.gp.exp_quad, ...)
+from logdens import numpy_functions  # noqa: F401  (np.concatenate, np.dot, ... of expressions)
 from logdens.linalg import (add_diag, cholesky, cholesky_logdet, concatenate, diag,  # noqa: F401
                             solve_triangular, stack)
 from logdens.mixture import Mixture  # noqa: F401
