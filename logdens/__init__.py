@@ -16,6 +16,7 @@ from logdens.expr import FUNCTIONS as _FUNCTIONS
 from logdens.expr import (ModelError, ModelWarning, clip, cumsum, diag_pre_multiply, dot,  # noqa: F401
                           inv_logit, log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
 from logdens import gp  # noqa: F401  (ld.gp.exp_quad, ...)
+from logdens import numpy_functions  # noqa: F401  (np.concatenate, np.dot, ... of expressions)
 from logdens.linalg import (add_diag, cholesky, cholesky_logdet, concatenate, diag,  # noqa: F401
                             solve_triangular, stack)
 from logdens.mixture import Mixture  # noqa: F401
@@ -31,7 +32,7 @@ _SAMPLER_ENTRY_POINTS = ("nuts", "hmc", "chees", "find_map", "laplace", "pathfin
 
 _PREDICTIVE = ("sample_prior_predictive", "sample_posterior_predictive")
 
-_DISTRIBUTED = ("map_fits", "nuts_distributed", "ShardedLogDensity", "fit_seeds")
+_DISTRIBUTED = ("map_fits", "nuts_distributed", "fit_seeds")
 
 
 def __getattr__(name):
@@ -39,11 +40,14 @@ def __getattr__(name):
     ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.from_draws``,
     ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``, ``ld.forecast``: imported on first use (they load ArviZ,
     the samplers their own kernels too); ``ld.map_fits``, ``ld.nuts_distributed``,
-    ``ld.ShardedLogDensity``, ``ld.fit_seeds`` from ``logdens.distributed`` (Dask itself
-    is imported when they run)."""
+    ``ld.fit_seeds`` from ``logdens.samplers.distributed`` and ``ld.ShardedLogDensity``
+    from ``logdens.distributed`` (Dask itself is imported when they run)."""
     if name in _DISTRIBUTED:
-        from logdens import distributed
+        from logdens.samplers import distributed
         return getattr(distributed, name)
+    if name == "ShardedLogDensity":
+        from logdens.distributed import ShardedLogDensity
+        return ShardedLogDensity
     if name in _PREDICTIVE:  # imports ArviZ on first use, as the samplers do
         from logdens import predictive
         return getattr(predictive, name)

@@ -25,6 +25,7 @@ import numpy as np
 from logdens import expr as ex
 from logdens.distributions import constraints as c
 from logdens.evaluate import evaluate
+from logdens.term import make_term
 
 
 def has_expression(constraint):
@@ -104,7 +105,6 @@ def rewrite(model):
 def _interval_terms(name, constraint, shape):
     """The log-Jacobian of r -> lower + (upper - lower) r over ``shape``'s elements,
     and the check that upper > lower (a potential of 0 or -inf, flat)."""
-    from logdens.model import make_term  # the model module imports this one
     stretch = width(constraint)
     copies = math.prod(shape) // math.prod(stretch.shape)
     log_width = ex.sum(ex.FUNCTIONS["log"](stretch))

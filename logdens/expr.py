@@ -31,6 +31,11 @@ class ModelWarning(UserWarning):
 #: is written out at every use, so an unbounded label of an unrolled recursion
 #: has a length exponential in its depth.
 LABEL_DEPTH = 4
+#: numpy function -> the builder of its expression (same arguments as numpy's), for
+#: ``Expr.__array_function__``. ``logdens.numpy_functions`` fills it when the package
+#: is imported (NEP 18's registry): its builders are functions of this module and of
+#: ``logdens.linalg``, which imports this one.
+ARRAY_FUNCTIONS = {}
 
 
 def plate_shape(nodes, what):
@@ -231,7 +236,6 @@ class Expr:
         """numpy's functions on expressions (``np.concatenate([a, b])``, ``np.dot(X,
         w)``, ``np.cumsum(z)``) build what ``ld.<function>`` would
         (``logdens.numpy_functions``); any other is a TypeError naming it."""
-        from logdens.numpy_functions import ARRAY_FUNCTIONS  # it builds on linalg, which imports this module
         build = ARRAY_FUNCTIONS.get(func)
         if build is None:
             name = func.__module__.replace("numpy", "np", 1) + "." + func.__name__

@@ -41,7 +41,7 @@ from logdens.distributions.frozen import _first_violation
 from logdens.expr import ModelError
 
 #: The kernel codes the generated code passes (``GPCov.kind``).
-KINDS = {"exp_quad": 0, "matern32": 1, "matern52": 2, "periodic": 3}
+KERNEL_CODES = {"exp_quad": 0, "matern32": 1, "matern52": 2, "periodic": 3}
 SQRT3, SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
 
 
@@ -61,7 +61,7 @@ class GPCov(ex.Expr):
         if rho.shape != ():
             _check_ard(what, name, x, rho)
         _check_positive(what, params)
-        self.name, self.kind = name, KINDS[name]
+        self.name, self.kind = name, KERNEL_CODES[name]
         #: A length scale per input dimension: ``cov_forward_ard`` and ``cov_reverse_ard``.
         self.ard = rho.shape != ()
         self.children, self.shape = (x, *params), (x.shape[0], x.shape[0])

@@ -38,6 +38,7 @@ from logdens import rules
 from logdens.distributions.categorical import Categorical
 from logdens.distributions.categorical_logit import CategoricalLogit
 from logdens.evaluate import evaluate
+from logdens.term import Term, make_term
 
 #: The most support values enumerated per row (the issue's limit).
 MAX_EVALUATIONS = 10_000
@@ -151,7 +152,6 @@ def _check_no_other_reader(model, name, param):
 
 def _summed(name, param, prior, readers, values):
     """The term that replaces ``prior`` and ``readers``, and the Marginal."""
-    from logdens.model import Term, make_term  # the model module imports this one
     log_prior = _log_prior(name, prior, values)
     rows = [_rows(t) for t in readers]
     if param.shape == ():

@@ -1,4 +1,5 @@
-"""numpy's functions on model expressions (``Expr.__array_function__``).
+"""numpy's functions on model expressions: the table of ``Expr.__array_function__``
+(``expr.ARRAY_FUNCTIONS``), filled when ``logdens`` is imported.
 
 ``np.sum(W, axis=0)``, ``np.concatenate([a, b])``, ``np.dot(X, w)``,
 ``np.cumsum(z)``, ``np.where(x > 0, x, 0.0)`` build what the matching
@@ -87,8 +88,8 @@ def _cholesky(a, upper=False):
     return linalg.cholesky(a)
 
 
-#: numpy function -> the builder of its expression (same arguments as numpy's).
-ARRAY_FUNCTIONS = {
+# numpy function -> the builder of its expression (same arguments as numpy's).
+ex.ARRAY_FUNCTIONS.update({
     np.sum: _sum, np.mean: _mean, np.cumsum: _cumsum, np.dot: _dot,
     np.transpose: _transpose, np.reshape: _reshape, np.ravel: lambda a, order="C": _reshape(a, -1, order),
     np.expand_dims: _expand_dims, np.outer: _outer, np.where: _where, np.clip: _clip, np.diag: _diag,
@@ -96,4 +97,4 @@ ARRAY_FUNCTIONS = {
     np.stack: lambda arrays, axis=0: linalg.stack(arrays, axis), np.linalg.cholesky: _cholesky,
     np.shape: lambda a: ex.as_expr(a).shape, np.ndim: lambda a: ex.as_expr(a).ndim,
     np.size: lambda a, axis=None: math.prod(ex.as_expr(a).shape) if axis is None else ex.as_expr(a).shape[axis],
-}
+})

@@ -46,6 +46,15 @@ def _chain_state(entry, dim, dense, seed, chain, init, inv_metric=None, low_rank
                       *grad_adaptation_buffers(dim), *lr_state)
 
 
+def chain_state(entry, dim, metric, tune, seed, chain, init, inv_metric=None):
+    """:func:`_chain_state` of chain ``chain`` of a run with ``metric`` and ``tune``
+    warmup iterations: dense buffers for ``"dense"``, and for ``"low_rank"`` room
+    for every warmup draw (``tune + 1`` rows). Chain ``chain`` depends on
+    ``(seed, chain)`` alone, wherever it runs (``nuts``, a Dask worker)."""
+    return _chain_state(entry, dim, metric == "dense", seed, chain, init, inv_metric,
+                        tune + 1 if metric == "low_rank" else 0)
+
+
 def _check_integer(name, value, low):
     """ValueError naming the argument unless ``value`` is an integer >= ``low``."""
     try:
@@ -150,8 +159,7 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
     interrupt = Interrupt()
     with entry_for(log_density, interrupt) as entry:
         inits = per_chain_inits(init, chains, dim)
-        states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c],
-                               inv_metrics[c], tune + 1 if metric == "low_rank" else 0)
+        states = [chain_state(entry, dim, metric, tune, seed, c, inits[c], inv_metrics[c])
                   for c in range(chains)]
         check_outputs(log_density, states[0].q, log_likelihood)
         schedule = warmup_schedule(tune, *(int(w) for w in windows))

@@ -16,7 +16,8 @@ import dask  # noqa: E402
 import logdens as ld  # noqa: E402
 from logdens import cache  # noqa: E402
 from logdens import distributed as ldd  # noqa: E402
-from logdens.samplers.diagnostics import SamplerWarning  # noqa: E402
+from logdens.samplers import distributed as lsd  # noqa: E402
+from logdens.samplers.diagnostics import SamplerWarning, bulk_ess  # noqa: E402
 
 # A hang guard: the file takes about 70 s on 2 cores shared with other work
 # (4 tests kill a worker and wait for its nanny to start another); every
@@ -127,7 +128,7 @@ def assert_same_groups(local, remote, groups):
 
 def assert_fits_equal_local_fits(m, datasets, fits, seed):
     """NUTS fits of ``map_fits(m, datasets, seed=seed, **SHORT)`` equal local runs with their seeds."""
-    seeds = ldd.fit_seeds(seed, len(datasets))
+    seeds = lsd.fit_seeds(seed, len(datasets))
     assert [f.posterior.attrs["seed"] for f in fits] == seeds
     density = m.compile()
     for fit, data, seed in zip(fits, datasets, seeds):
@@ -141,7 +142,7 @@ def assert_fits_equal_local_fits(m, datasets, fits, seed):
 def test_clear_error_without_dask(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed now fails
     m = regression()
-    for call in (lambda: ldd.map_fits(m, [{}]), lambda: ldd.nuts_distributed(m),
+    for call in (lambda: lsd.map_fits(m, [{}]), lambda: lsd.nuts_distributed(m),
                  lambda: ldd.ShardedLogDensity(m, [{}])):
         with pytest.raises(ImportError, match=r'logdens\[dask\]'):
             call()
@@ -193,10 +194,10 @@ def test_a_worker_rebuilds_the_density_from_model_source_and_data():
 
 
 def test_fit_seeds_are_distinct_and_do_not_depend_on_the_number_of_fits():
-    seeds = ldd.fit_seeds(7, 50)
+    seeds = lsd.fit_seeds(7, 50)
     assert len(set(seeds)) == 50
-    assert ldd.fit_seeds(7, 3) == seeds[:3]
-    assert ldd.fit_seeds(8, 3) != seeds[:3]
+    assert lsd.fit_seeds(7, 3) == seeds[:3]
+    assert lsd.fit_seeds(8, 3) != seeds[:3]
 
 
 def test_map_fits_equal_local_fits_with_the_same_seeds(client):
@@ -207,7 +208,7 @@ def test_map_fits_equal_local_fits_with_the_same_seeds(client):
     datasets = [regression_data(20, 0), regression_data(25, 1), regression_data(20, 0)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fits = ldd.map_fits(m, datasets, method="nuts", client=client, seed=11, timeout=WAIT, **SHORT)
+        fits = lsd.map_fits(m, datasets, method="nuts", client=client, seed=11, timeout=WAIT, **SHORT)
     assert_fits_equal_local_fits(m, datasets, fits, 11)
     assert not np.array_equal(fits[0].posterior["a"].values, fits[2].posterior["a"].values)
     # a worker's sampler warnings come back, prefixed with their fit (60 draws
@@ -219,20 +220,20 @@ def test_map_fits_equal_local_fits_with_the_same_seeds(client):
 def test_map_fits_runs_other_methods_on_a_compiled_density(client):
     m = regression()
     datasets = [regression_data(15, 4), regression_data(30, 5)]
-    fits = ldd.map_fits(m.compile(), datasets, method="find_map", client=client, timeout=WAIT)
+    fits = lsd.map_fits(m.compile(), datasets, method="find_map", client=client, timeout=WAIT)
     density = m.compile()
-    for fit, data, seed in zip(fits, datasets, ldd.fit_seeds(0, 2)):
+    for fit, data, seed in zip(fits, datasets, lsd.fit_seeds(0, 2)):
         density.set_data(**data)
         np.testing.assert_array_equal(fit.theta, ld.find_map(density, seed=seed).theta)
     with pytest.raises(ValueError, match="method="):
-        ldd.map_fits(m, datasets, method="sgd", client=client)
+        lsd.map_fits(m, datasets, method="sgd", client=client)
 
 
 def test_chains_spread_over_workers_equal_a_local_multichain_run(client):
     m = regression()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        remote = ldd.nuts_distributed(m, draws=60, tune=60, chains=3, seed=5, client=client,
+        remote = lsd.nuts_distributed(m, draws=60, tune=60, chains=3, seed=5, client=client,
                                       progress=False, timeout=WAIT)
         local = ld.nuts(m, draws=60, tune=60, chains=3, seed=5, progress=False)
     assert_same_groups(local, remote, ("posterior", "sample_stats", "log_likelihood"))
@@ -240,6 +241,42 @@ def test_chains_spread_over_workers_equal_a_local_multichain_run(client):
         attrs = [{k: v for k, v in idata[group].attrs.items() if k != "created_at"}
                  for idata in (remote, local)]
         assert attrs[0] == attrs[1]
+
+
+def low_rank_gaussian(dim=5):
+    """x ~ MvNormal(0, diag(s**2) + b b'): one direction (b) with about 50 times the
+    variance of the others, the posterior metric="low_rank" is for."""
+    s = np.linspace(0.5, 1.5, dim)
+    b = 3.0 * np.linspace(1.0, 2.0, dim)
+    cov = np.diag(s**2) + np.outer(b, b)
+    m = ld.Model()
+    m.param("x", ld.MvNormal(np.zeros(dim), cov=cov))
+    return m, cov, b / np.linalg.norm(b)
+
+
+def assert_moments(draws, mean, variance):
+    """Mean and second moment of ``draws`` (chains, draws) within 4 MCSE (bulk ESS)."""
+    for values, truth in ((draws, mean), ((draws - mean) ** 2, variance)):
+        mcse = values.std() / np.sqrt(bulk_ess(values))
+        assert abs(values.mean() - truth) < 4 * mcse, (values.mean(), truth, mcse)
+
+
+@pytest.mark.slow
+def test_nuts_distributed_with_a_low_rank_metric(client):
+    """Each worker's chain holds its own warmup draws and gradients for the
+    low-rank estimate (as in ld.nuts, whose chains it equals draw for draw)."""
+    m, cov, strong = low_rank_gaussian()
+    run = dict(draws=300, tune=300, chains=2, seed=2, metric="low_rank", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        remote = lsd.nuts_distributed(m, client=client, timeout=WAIT, **run)
+        local = ld.nuts(m, **run)
+    assert_same_groups(local, remote, ("posterior", "sample_stats"))
+    assert remote.posterior.attrs["metric"] == "low_rank"
+    x = remote.posterior["x"].values
+    for k in range(len(cov)):
+        assert_moments(x[..., k], 0.0, cov[k, k])
+    assert_moments(x @ strong, 0.0, strong @ cov @ strong)
 
 
 @pytest.fixture(scope="module")
@@ -323,7 +360,7 @@ def test_map_fits_with_a_worker_lost_mid_fit_returns_every_fit(client, kill_mid_
     flag = kill_mid_run("logdens-nuts-")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        fits = ldd.map_fits(m, datasets, client=client, seed=3, timeout=WAIT, **SHORT)
+        fits = lsd.map_fits(m, datasets, client=client, seed=3, timeout=WAIT, **SHORT)
     assert flag.exists()  # a worker did die with a fit in flight
     assert_fits_equal_local_fits(m, datasets, fits, 3)
 
@@ -336,7 +373,7 @@ def test_nuts_distributed_with_a_worker_lost_mid_chain_returns_every_chain(clien
     flag = kill_mid_run("logdens-chain-")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        remote = ldd.nuts_distributed(m, seed=4, client=client, timeout=WAIT, **SHORT)
+        remote = lsd.nuts_distributed(m, seed=4, client=client, timeout=WAIT, **SHORT)
         local = ld.nuts(m, seed=4, **SHORT)
     assert flag.exists()
     assert_same_groups(local, remote, ("posterior", "sample_stats", "log_likelihood"))

@@ -2,10 +2,12 @@
 logdens.samplers: a user's own distributions.py or samplers.py (or the public
 package named ``distributions``) must not shadow them."""
 
+import ast
 import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +49,34 @@ def test_sampler_entry_points_in_the_logdens_namespace():
     from logdens import samplers
     for name in ("nuts", "hmc", "find_map", "laplace", "pointwise_log_likelihood"):
         assert getattr(ld, name) is getattr(samplers, name)
+
+
+def _imports_samplers(node):
+    if isinstance(node, ast.Import):
+        return any(a.name.startswith("logdens.samplers") for a in node.names)
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return node.module.startswith("logdens.samplers") or (
+            node.module == "logdens" and any(a.name == "samplers" for a in node.names))
+    return False
+
+
+def test_the_model_package_imports_nothing_from_the_samplers():
+    """DESIGN's direction (distributions <- logdens <- samplers): no module of
+    logdens/ imports the samplers, not even inside a function, but the package's
+    face (``ld.nuts``, ``ld.nuts_distributed``, ... loaded on first use) and its
+    command line."""
+    import logdens
+    root = Path(logdens.__file__).parent
+    faces = {root / "__init__.py", root / "__main__.py"}
+    found = [f"{path.relative_to(root)}:{node.lineno}" for path in sorted(root.rglob("*.py")) if path not in faces
+             for node in ast.walk(ast.parse(path.read_text())) if _imports_samplers(node)]
+    assert found == []
+
+
+def test_dask_entry_points_in_the_logdens_namespace():
+    import logdens as ld
+    from logdens import distributed
+    from logdens.samplers import distributed as runners
+    for name in ("map_fits", "nuts_distributed", "fit_seeds"):
+        assert getattr(ld, name) is getattr(runners, name)
+    assert ld.ShardedLogDensity is distributed.ShardedLogDensity
