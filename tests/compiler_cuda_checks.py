@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+import logdens as ld
+
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_checks  # noqa: E402
 import test_compiler  # noqa: E402
@@ -25,15 +27,26 @@ import test_compiler  # noqa: E402
 from logdens.compiler import NotLowered  # noqa: E402
 
 POINTS = 3
+
+
+def linear_sums():
+    """Sums used linearly (each thread adds its rows' part of them), a scalar inside one."""
+    m = ld.Model()
+    x, s = m.param("x", ld.Normal(0, 1), shape=6), m.param("s", ld.HalfNormal(1))
+    m.potential("p", 0.5 * ld.sum(ld.exp(-x)) - 0.1 * ld.sum(x * s))
+    return m, None
+
+
 _ENGINE = ("poisson", "normal", "potential", "logistic", "hierarchical")
 CASES = {**{name: cuda_checks.CASES[name] for name in _ENGINE},
          **{name: (lambda build=test_compiler.MODELS[name]: (build(), None)) for name in ("eight_schools", "positions", "sums")},
          **{name: cuda_checks.CASES[name] for name in ("transforms", "repeated_indices", "reductions", "running_sums",
-                                                       "scalars", "expression_bounds", "outside_support")}}
+                                                       "scalars", "expression_bounds", "outside_support")},
+         "linear_sums": linear_sums}
 #: The cases by simulator process, each about 30 s of CPU time with empty caches.
 GROUPS = {"regressions": list(_ENGINE) + ["eight_schools"],
           "positions_and_reductions": ["positions", "sums", "transforms", "repeated_indices", "reductions",
-                                       "running_sums", "scalars", "expression_bounds", "outside_support"]}
+                                       "running_sums", "scalars", "expression_bounds", "outside_support", "linear_sums"]}
 
 
 def _rel(got, want):
@@ -66,7 +79,11 @@ def compare(name):
         out[f"pointwise {term}"] = _rel(pointwise[term], values)
     lp_e, g_e = m.compile(backend="cuda").log_density_gradient_batch(thetas)
     lp_n, g_n = new.log_density_gradient_batch(thetas)
-    out["engine cuda lp"], out["engine cuda grad"] = _rel(lp_n, lp_e), _rel(g_n[np.isfinite(lp_e)], g_e[np.isfinite(lp_e)])
+    finite = np.isfinite(lp_e)
+    out["engine cuda lp"], out["engine cuda grad"] = _rel(lp_n, lp_e), _rel(g_n[finite], g_e[finite])
+    new._grid = lambda k, rows: ((3, k), 4)  # rows over three blocks of four threads: block sums and atomics meet
+    lp_b, g_b = new.log_density_gradient_batch(thetas)
+    out["3 blocks lp"], out["3 blocks grad"] = _rel(lp_b, lp_e), _rel(g_b[finite], g_e[finite])
     return out
 
 

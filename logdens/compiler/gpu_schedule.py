@@ -30,9 +30,11 @@ atomically. A ``P`` value is added by every thread, a ``U`` or ``F`` value
 once per point.
 """
 
+import string
 from typing import NamedTuple
 
 from logdens.compiler import ir
+from logdens.ops import OPS
 
 #: How a ``GridAdd`` adds: ``block`` (a per-thread sum, summed over the block
 #: and added with one atomic add per block), ``atomic``, ``plain``.
@@ -325,9 +327,15 @@ def _values(x):
 
 
 def _reads(s):
-    """The values statement ``s`` reads (its nested bodies' not included)."""
+    """The values statement ``s`` reads (its nested bodies' not included); a
+    ``Partial`` only those its derivative's template names (``d(a - b)/db`` is
+    -1.0: it reads neither, and an adjoint through it stays linear)."""
     if isinstance(s, (ir.Map, ir.When, Spread, First)):
         return []
+    if isinstance(s, ir.Partial):
+        names = {field for _, field, _, _ in string.Formatter().parse(OPS[s.op].derivatives[s.k]) if field}
+        used = [a for k, a in enumerate(s.args) if str(k) in names] + ([s.value] if "v" in names else [])
+        return [v for v in used if isinstance(v, ir.Value)]
     return [v for field, x in s._asdict().items() if field not in ("out", "outs", "dest") for v in _values(x)]
 
 
