@@ -35,7 +35,8 @@ TOLERANCE = 1e-12
 
 def scheduled(name, program="core"):
     lowered, layout = engine.lower(checks.CASES[name]()[0])
-    return stages(gradient_program(lowered, layout.compiled_in(), program))
+    layout = layout.compiled_in()
+    return stages(gradient_program(lowered, layout, program), {name: p.size for name, p in layout.params.items()})
 
 
 def adds(body, buffer_name):
@@ -47,12 +48,18 @@ def adds(body, buffer_name):
 def test_a_regressions_rows_are_spread_over_the_threads():
     """The hierarchical Poisson model: its rows over the threads, each thread's
     part of the scalars' adjoints and of lp summed per block, the gathered
-    entries added atomically; nothing waits for the first thread."""
+    entries added to the block's copy of z's adjoints; nothing waits for the first thread."""
     terms = scheduled("hierarchical").terms
     assert [type(s) for s in terms if isinstance(s, (Spread, First, ir.Map))] == [Spread]
-    assert adds(terms, "z") == {"atomic"} and adds(terms, "mu") == adds(terms, "b") == {"block"}
+    assert adds(terms, "z") == {"shared"} and adds(terms, "mu") == adds(terms, "b") == {"block"}
     lp = [s for s in unwrapped(terms) if isinstance(s, GridAdd) and s.statement.dest.kind == "lp"]
     assert [s.how for s in lp] == ["block"]
+
+
+def test_a_parameter_whose_adjoints_do_not_fit_in_shared_memory_is_added_atomically(monkeypatch):
+    from logdens.compiler import gpu_schedule
+    monkeypatch.setattr(gpu_schedule, "SHARED_ENTRIES", 4)  # z has 5 entries (groups)
+    assert adds(scheduled("hierarchical").terms, "z") == {"atomic"}
 
 
 def test_own_row_adds_are_plain_only_where_one_thread_owns_each_entry():
@@ -60,7 +67,7 @@ def test_own_row_adds_are_plain_only_where_one_thread_owns_each_entry():
     likelihood (the same thread owns row i in both); ``v[1:] - v[:-1]`` adds to
     entries of the neighbouring rows, which other threads own: atomic."""
     assert adds(scheduled("eight_schools").terms, "z") == {"plain"}
-    assert adds(scheduled("positions").terms, "v") == {"atomic"}
+    assert adds(scheduled("positions").terms, "v") == {"atomic", "shared"}  # slices; the gather v[group]
 
 
 def test_a_reduction_read_again_runs_on_the_first_thread():
@@ -103,6 +110,15 @@ def test_running_sums_over_rows_of_data_are_refused_by_name():
     a = m.param("a")
     m.observe("y", ld.Normal(ld.cumsum(a * m.data("x", np.ones(5))), 1.0), np.zeros(5))
     with pytest.raises(NotOnDevice, match=r"workspace:h\d+: a workspace of run-time length n_x"):
+        source(*engine.lower(m))
+
+
+def test_workspaces_beyond_a_threads_local_memory_are_refused():
+    """Running sums of 70,000 entries: 546 KiB on each thread (refused before their adjoints)."""
+    m = ld.Model()
+    z = m.param("z", ld.Normal(0, 1), shape=70_000)
+    m.potential("walk", -ld.sum(ld.square(ld.cumsum(z))))
+    with pytest.raises(NotOnDevice, match=r"take 546 KiB, beyond the 512 KiB of local memory"):
         source(*engine.lower(m))
 
 

@@ -43,6 +43,7 @@ class CudaEmitter(Emitter):
         self.sums = {}  # (array, index) -> a thread's sum, block-added at the kernel's end
         self.vectors = {}  # (array, base) -> (name, length) of a thread's local vector of product adjoints
         self.local = {}  # a workspace's name -> its length (a thread's local array)
+        self.shared = {}  # a parameter's name -> the block's copy of its adjoints (``shared`` adds)
 
     # ----- reads: as float64 ----------------------------------------------
     def _load(self, s):
@@ -84,6 +85,9 @@ class CudaEmitter(Emitter):
             return [f"{name} += {value}"]
         if g.how == "atomic":
             return [f"cuda.atomic.add({array}, {index}, {value})"]
+        if g.how == "shared":  # at the parameter's own position ``at.index`` in its block's copy
+            copy = self.shared.setdefault(s.dest.name, f"sh_{self.ident(s.dest.name)}")
+            return [f"cuda.atomic.add({copy}, {self.arg(s.at.index)}, {value})"]
         return [f"{array}[{index}] += {value}"]
 
     def _dot_adjoint(self, s, how):
@@ -103,7 +107,11 @@ class CudaEmitter(Emitter):
         lines = ["lp_t = 0.0"] + [f"{name} = 0.0" for name in self.sums.values()]
         for name, n in self.vectors.values():
             lines += [f"{name} = cuda.local.array({n}, numba.float64)", f"for j in range({n}):", f"    {name}[j] = 0.0"]
-        return lines
+        for p, copy in self.shared.items():
+            n = self.layout.params[p].size
+            lines += [f"{copy} = cuda.shared.array({n}, numba.float64)",
+                      f"for k in range(cuda.threadIdx.x, {n}, cuda.blockDim.x):", f"    {copy}[k] = 0.0"]
+        return lines + (["cuda.syncthreads()"] if self.shared else [])
 
     def end(self, sums="sums"):
         """The kernel's last lines: each sum added once per block (every thread calls ``block_add``)."""
@@ -111,6 +119,10 @@ class CudaEmitter(Emitter):
         lines += [f"block_add(buffer, {name}, {array}, {index})" for (array, index), name in self.sums.items()]
         for (array, base), (name, n) in self.vectors.items():
             lines += [f"for j in range({n}):", f"    block_add(buffer, {name}[j], {array}, {plus(base, 'j')})"]
+        for p, copy in self.shared.items():  # after block_add's barrier: every row's adds are in
+            slot = self.layout.params[p]
+            lines += [f"for k in range(cuda.threadIdx.x, {slot.size}, cuda.blockDim.x):",
+                      f"    if {copy}[k] != 0.0:", f"        cuda.atomic.add(grad, {plus(slot.offset, 'k')}, {copy}[k])"]
         return lines
 
     # ----- buffers --------------------------------------------------------
@@ -162,6 +174,10 @@ def _kernel(name, args, body):
     return engine.function_lines(f"def {name}({', '.join(args)}):", body, KERNEL)
 
 
+def _lengths(layout):
+    return {name: p.size for name, p in layout.params.items()}
+
+
 def _binds(layout, gradient):
     """The workspace arguments and the lines binding the point's rows of them."""
     names = list(workspace_sizes(layout, gradient))
@@ -175,7 +191,7 @@ def stage_kernels(program, model, layout):
     gradient = program.name == "core"
     suffix = "" if gradient else "_value"
     out = "thetas, grads, sums" if gradient else "thetas, sums"
-    scheduled = stages(program)
+    scheduled = stages(program, _lengths(layout))
     args, binds = _binds(layout, gradient)
 
     emitter = CudaEmitter(layout)
@@ -200,7 +216,7 @@ def stage_kernels(program, model, layout):
 def pointwise_kernel(model, layout, term):
     """``pointwise_<term>`` at point 0: the program's ``terms`` stage; its
     constrained values are ``prepare_value``'s (the density launches it first)."""
-    scheduled = stages(pointwise_program(model, layout, term))
+    scheduled = stages(pointwise_program(model, layout, term), _lengths(layout))
     args, binds = _binds(layout, False)
     emitter = CudaEmitter(layout)
     body = emitter.lines(scheduled.terms)

@@ -24,9 +24,11 @@ A map is spread when its rows read only ``U`` values, touch no workspace
 it runs on the first thread. Each add into an array other threads add to
 (``GridAdd``) says how (``HOW``), by its ``ir.KINDS`` kind: ``shared`` at a
 fixed entry into a per-thread sum added once per block (``block``);
-``scatter`` atomically; ``own_row`` a plain add where every add into that
-array is at the row of a spread map (one thread owns each entry), else
-atomically. A ``P`` value is added by every thread, a ``U`` or ``F`` value
+``scatter`` atomically, into the block's copy of a short parameter's
+adjoints in shared memory where they fit (``shared``, added to the gradient
+once per block: rows of many groups would queue on a few addresses);
+``own_row`` a plain add where every add into that array is at the row of a
+spread map (one thread owns each entry), else atomically. A ``P`` value is added by every thread, a ``U`` or ``F`` value
 once per point.
 """
 
@@ -38,10 +40,13 @@ from logdens.ops import OPS
 
 #: How a ``GridAdd`` adds: ``block`` (a per-thread sum, summed over the block
 #: and added with one atomic add per block), ``atomic``, ``plain``.
-HOW = ("block", "atomic", "plain")
+HOW = ("block", "atomic", "plain", "shared")
 #: Longest vector whose product adjoints (``DotAdjoint``) a thread sums in a
 #: local array flushed per block (``block``); longer ones are atomic per row.
 LOCAL_VECTOR = 64
+#: Float64 entries of shared memory a block may hold for the copies of ``shared``
+#: adds (32 KB of the 48 KB a block may declare statically).
+SHARED_ENTRIES = 4096
 #: Linear ops: an op of these with a ``P`` argument gives a ``P`` value when its
 #: other arguments are ``P`` (``add``, ``sub``) or ``U`` (``mul``'s other factor).
 LINEAR = {"add": "P", "sub": "P", "neg": "P", "mul": "U"}
@@ -104,8 +109,9 @@ def _lines(body, depth, out):
             _lines(nested, depth + 1, out)
 
 
-def stages(program):
-    """``program`` split into its launches, its ``terms`` scheduled on the threads."""
+def stages(program, lengths):
+    """``program`` split into its launches, its ``terms`` scheduled on the threads;
+    ``lengths``: each parameter's number of gradient entries."""
     prepare, terms, finish = [], [], []
     for s in program.body:
         if isinstance(s, ir.Zero) and s.buffer.kind in ("grad", "aconstrained") or (
@@ -116,7 +122,7 @@ def stages(program):
             finish.append(s)
         else:
             terms.append(s)
-    return Stages(program.name, tuple(prepare), grid(tuple(terms)), tuple(finish))
+    return Stages(program.name, tuple(prepare), grid(tuple(terms), lengths), tuple(finish))
 
 
 class _Retry(Exception):
@@ -127,10 +133,10 @@ class _Retry(Exception):
         self.maps = maps
 
 
-def grid(body):
+def grid(body, lengths):
     """``body`` (a stage's statements) with its maps spread where exact, the
     statements of ``F`` values on the first thread, adds into shared arrays
-    as ``GridAdd`` (see the module docstring)."""
+    as ``GridAdd`` (see the module docstring; ``lengths`` as ``stages``')."""
     spread = {id(s) for s in ir.walk(body) if isinstance(s, ir.Map) and _spreadable(s)}
     known = {}
     while True:
@@ -141,7 +147,7 @@ def grid(body):
             spread -= retry.maps
             continue
         if threads.final == known:
-            return _owned(out)
+            return _owned(out, lengths)
         known = threads.final
 
 
@@ -264,18 +270,24 @@ def _how(s, row):
     return "atomic"
 
 
-def _owned(body):
+def _owned(body, lengths):
     """``body`` with its ``own`` adds plain where every add into their array is
-    ``own``, else atomic."""
-    hows = {}
+    ``own``, else atomic; scatters into a short parameter's gradient ``shared``
+    (the first ones that fit in ``SHARED_ENTRIES``)."""
+    hows, shared = {}, set()
     for s in ir.walk(_unwrapped(body)):
         if isinstance(s, GridAdd):
             hows.setdefault(_array(s.statement), set()).add(s.how)
+            if _scatter(s) and s.statement.dest.name not in shared and lengths[s.statement.dest.name] + sum(
+                    lengths[p] for p in shared) <= SHARED_ENTRIES:
+                shared.add(s.statement.dest.name)
     plain = {a for a, h in hows.items() if h == {"own"}}
 
     def fix(s):
         if isinstance(s, GridAdd) and s.how == "own":
             return s._replace(how="plain" if _array(s.statement) in plain else "atomic")
+        if isinstance(s, GridAdd) and _scatter(s) and s.statement.dest.name in shared:
+            return s._replace(how="shared")
         if isinstance(s, Spread):
             return Spread(fix(s.map))
         if isinstance(s, (First, ir.Map)):
@@ -284,6 +296,12 @@ def _owned(body):
             return s._replace(body=tuple(map(fix, s.body)), otherwise=tuple(map(fix, s.otherwise)))
         return s
     return tuple(map(fix, body))
+
+
+def _scatter(g):
+    """Whether ``GridAdd`` ``g`` adds a gathered element's adjoint into the gradient atomically."""
+    s = g.statement
+    return g.how == "atomic" and isinstance(s, ir.Accumulate) and s.kind == "scatter" and s.dest.kind == "grad"
 
 
 def _unwrapped(body):
