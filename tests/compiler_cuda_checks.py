@@ -43,6 +43,8 @@ CASES = {**{name: cuda_checks.CASES[name] for name in _ENGINE},
          **{name: cuda_checks.CASES[name] for name in ("transforms", "repeated_indices", "reductions", "running_sums",
                                                        "scalars", "expression_bounds", "outside_support")},
          "linear_sums": linear_sums}
+#: Cases compared with their data stored as float32 on the device too, against the engine's kernels.
+FLOAT32 = ("hierarchical", "transforms")
 #: The cases by simulator process, each about 30 s of CPU time with empty caches.
 GROUPS = {"regressions": list(_ENGINE) + ["eight_schools"],
           "positions_and_reductions": ["positions", "sums", "transforms", "repeated_indices", "reductions",
@@ -84,6 +86,10 @@ def compare(name):
     new._grid = lambda k, rows: ((3, k), 4)  # rows over three blocks of four threads: block sums and atomics meet
     lp_b, g_b = new.log_density_gradient_batch(thetas)
     out["3 blocks lp"], out["3 blocks grad"] = _rel(lp_b, lp_e), _rel(g_b[finite], g_e[finite])
+    if name in FLOAT32:  # the data stored as float32 on the device, read as float64
+        (lp_n, g_n), (lp_e, g_e) = (d.log_density_gradient_batch(thetas) for d in (
+            cuda_density(m, dtype=np.float32), m.compile(backend="cuda", dtype=np.float32)))
+        out["float32 lp"], out["float32 grad"] = _rel(lp_n, lp_e), _rel(g_n[finite], g_e[finite])
     return out
 
 

@@ -241,12 +241,14 @@ def source(model, layout):
     return "\n".join(lines) + "\n"
 
 
-def cuda_density(model, cache_dir=None):
-    """``model`` compiled as ``compile(backend="cuda")`` does, its kernels from
-    the lowered program (the compiler's switch, private until the old path goes)."""
+def cuda_density(model, cache_dir=None, dtype=None):
+    """``model`` compiled as ``compile(backend="cuda", dtype=dtype)`` does, its
+    kernels from the lowered program (the compiler's switch, private until the
+    old path goes)."""
     from logdens.cuda_density import CudaLogDensity
+    dtype = engine._data_dtype("cuda", dtype)
     lowered, layout = engine.lower(model)
     text = engine.generate_source(lowered, layout, True)
     kernel_source = source(lowered, layout)
     return CudaLogDensity(model, layout, cache.load(text, cache_dir), text, cache.load(kernel_source, cache_dir),
-                          kernel_source)
+                          kernel_source, dtype)
