@@ -5,7 +5,8 @@ It knows nothing of AD: the expressions of a row (``Load``, ``Index``,
 (``emit.Emitter``, whose subclass this is); what differs is how a stage
 runs on the threads: a ``Spread`` map a grid-stride loop over the rows,
 ``First`` statements under ``row0 == 0``, each ``GridAdd`` by its ``how``
-(a thread's sum block-added once per block, an atomic add, a plain add).
+(a thread's sum block-added once per block, an atomic add, an atomic add
+into the block's copy in shared memory flushed once per block, a plain add).
 Data are read as float64 (the device may store them as float32).
 
 The kernels have the engine's names and arguments (``logdens.cuda_source``:
