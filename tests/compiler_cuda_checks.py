@@ -4,8 +4,9 @@ engine, run in numba's CUDA simulator by ``tests/test_compiler_cuda.py``.
 ``python tests/compiler_cuda_checks.py GROUP`` prints one JSON object: under
 ``"compare"``, for each case of the group, the largest difference relative
 to ``max(1, |reference|)`` of the new kernels' value and gradient of K = 3
-points (with and without the Jacobian), their value alone and the pointwise
-log-likelihood, against the CPU engine's compiled module, and of their
+points (with and without the Jacobian), their value alone, the pointwise
+log-likelihood and the per-sample gradient rows (on the device where the
+module has their kernel, else on the CPU), against the CPU engine's compiled module, and of their
 value and gradient against the engine's own CUDA kernels; under
 ``"not_lowered"``, the cases the compiler does not lower yet, with the
 reason. ``--ptx CASE ...`` (no simulator): each case's new kernels compiled
@@ -79,6 +80,8 @@ def compare(name):
     pointwise = new.pointwise_log_likelihood(thetas[0])
     for term, values in cpu.pointwise_log_likelihood(thetas[0]).items():
         out[f"pointwise {term}"] = _rel(pointwise[term], values)
+        out[f"per-sample {term}"] = _rel(new.per_sample_gradient(thetas[0], term),
+                                         cpu.per_sample_gradient(thetas[0], term))
     lp_e, g_e = m.compile(backend="cuda").log_density_gradient_batch(thetas)
     lp_n, g_n = new.log_density_gradient_batch(thetas)
     finite = np.isfinite(lp_e)
@@ -107,13 +110,14 @@ def compile_ptx(name):
         compute_capability = (9, 0)
     dispatcher.get_current_device = Device
     arguments = {"sums": types.float64[::1], "lps": types.float64[::1], "jacobian": types.boolean,
-                 "dropped": types.boolean, "fdata": types.float64[::1], "idata": types.int64[::1],
-                 "out": types.float64[::1]}
+                 "dropped": types.boolean, "fdata": types.float64[::1], "idata": types.int64[::1]}
     module = cache.load(source(*engine.lower(CASES[name]()[0])))
     names = [k for k, v in vars(module).items() if type(v).__name__ == "CUDADispatcher" and k != "block_add"]
     for kernel in names:
         fn = getattr(module, kernel).py_func
-        signature = tuple(arguments.get(a, types.float64[:, ::1]) for a in inspect.signature(fn).parameters)
+        out = types.float64[:, ::1] if kernel.startswith("per_sample") else types.float64[::1]  # rows, or values
+        signature = tuple(arguments.get(a, out if a == "out" else types.float64[:, ::1])
+                          for a in inspect.signature(fn).parameters)
         cuda.compile_ptx(fn, signature, cc=(9, 0))
     return names
 

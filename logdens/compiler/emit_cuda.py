@@ -12,15 +12,16 @@ Data are read as float64 (the device may store them as float32).
 The kernels have the engine's names and arguments (``logdens.cuda_source``:
 ``prepare``, ``terms``, ``finish`` and their ``_value`` variants, ``PREPARE``,
 ``pointwise_<term>``; the workspaces of ``cuda_source.workspace_sizes``), so
-``CudaLogDensity`` launches either module (``cuda_density``). Per-sample
-rows have no kernel here yet: the density computes them on the CPU.
+``CudaLogDensity`` launches either module (``cuda_density``). A term whose
+per-sample rows do not spread over the threads (``per_sample_kernel``) has
+no ``per_sample_<term>``: the density computes them on the CPU.
 """
 
 from logdens import cache, engine
 from logdens.compiler import ir
-from logdens.compiler.ad import gradient_program, pointwise_program
+from logdens.compiler.ad import gradient_program, per_sample_program, pointwise_program
 from logdens.compiler.emit import Emitter
-from logdens.compiler.gpu_schedule import First, GridAdd, Spread, stages
+from logdens.compiler.gpu_schedule import First, GridAdd, Spread, stages, unwrapped
 from logdens.cuda_source import KERNEL, LOCAL_BYTES, workspace_sizes
 from logdens.expr import ModelError
 from logdens.lines import indent, plus
@@ -77,8 +78,10 @@ class CudaEmitter(Emitter):
         s = g.statement
         if isinstance(s, ir.DotAdjoint):
             return self._dot_adjoint(s, g.how)
-        array, index = self.target(s.dest, s.at)
         value = self.arg(s.value)
+        if s.dest.kind == "rows":
+            return [f"{self.element(s.dest, s.at)} += {value}"]
+        array, index = self.target(s.dest, s.at)
         if array == "lp_t":
             return [f"lp_t += {value}"]
         if g.how == "block":
@@ -92,12 +95,14 @@ class CudaEmitter(Emitter):
         return [f"{array}[{index}] += {value}"]
 
     def _dot_adjoint(self, s, how):
-        array, base = self.array(s.dest)
         j = f"j_{s.scale.name}"
         value = f"{self.arg(s.scale)} * {self.matrix(s.matrix, self.arg(s.row), j)}"
         if s.through is not None:
             value += f" * dw_{self.ident(s.through.name)}[{j}]"
         n = self.size(s.length)
+        if how == "plain":
+            return [f"for {j} in range({n}):", f"    {self.element(s.dest, ir.At(j))} += {value}"]
+        array, base = self.array(s.dest)
         if how == "block":
             name = self.vectors.setdefault((array, base), (f"accv{len(self.vectors)}", n))[0]
             return [f"for {j} in range({n}):", f"    {name}[{j}] += {value}"]
@@ -148,6 +153,8 @@ class CudaEmitter(Emitter):
             return [f"for c in range(row0, {self.layout.dim}, rows_step):", "    grad[c] = 0.0"]
         if s.buffer.kind == "out":
             return ["for k in range(row0, out.shape[0], rows_step):", "    out[k] = 0.0"]
+        if s.buffer.kind == "rows":  # a per-sample row, by the thread of its observation
+            return [f"for c in range({self.layout.dim}):", f"    out[{s.buffer.row}, c] = 0.0"]
         slot = self.layout.params[s.buffer.name]
         return [f"for k in range(row0, {slot.constrained_size}, rows_step):", f"    aw_{slot.ident}[k] = 0.0"]
 
@@ -226,6 +233,24 @@ def pointwise_kernel(model, layout, term):
                    _POINT + binds + layout.prologue() + emitter.start() + body)
 
 
+def per_sample_kernel(model, layout, term):
+    """``per_sample_<term>`` at point 0, a row per thread, or no lines where its
+    rows do not spread over the threads (a reduction inside: a map per row)
+    or share an event transform's adjoints (a buffer per point, not per row)."""
+    scheduled = stages(per_sample_program(model, layout, term), _lengths(layout))
+    statements = unwrapped(scheduled.terms)
+    if any(isinstance(s, First) and any(isinstance(x, ir.Map) for x in unwrapped(s.body)) for s in scheduled.terms) \
+            or any(isinstance(b, ir.Buffer) and b.kind == "aconstrained" for x in statements if isinstance(x, tuple)
+                   and not isinstance(x, (ir.Map, ir.When)) for b in x):
+        return []
+    args, binds = _binds(layout, False)
+    emitter = CudaEmitter(layout)
+    body = emitter.lines(scheduled.terms)
+    ident = layout.term_idents[term.name]
+    return _kernel(f"per_sample_{ident}", ["thetas, fdata, idata, out"] + args,
+                   _POINT + binds + layout.prologue() + emitter.start() + body)
+
+
 def source(model, layout):
     """The module of CUDA kernels of ``model``'s programs (``model`` as ``engine.lower`` gives it)."""
     layout = layout.compiled_in()
@@ -238,7 +263,7 @@ def source(model, layout):
     lines += [f"PREPARE = {{True: {needed[True]}, False: {needed[False]}}}", "", ""]
     for term in model.terms:
         if term.per_observation:
-            lines += pointwise_kernel(model, layout, term)
+            lines += pointwise_kernel(model, layout, term) + per_sample_kernel(model, layout, term)
     return "\n".join(lines) + "\n"
 
 

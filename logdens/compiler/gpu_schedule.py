@@ -260,6 +260,8 @@ class _Threads:
 def _how(s, row):
     """How ``s`` (into a shared buffer) adds: ``own`` (a plain add if every add
     into its array is one, ``_owned``) at the row ``row`` of a spread map."""
+    if s.dest.kind == "rows":  # a per-sample row: its observation's own (one thread runs each)
+        return "plain"
     if isinstance(s, ir.DotAdjoint):
         return "block" if isinstance(s.length, ir.Size) and s.length.kind == "fixed" and \
             s.length.value <= LOCAL_VECTOR else "atomic"
