@@ -38,18 +38,27 @@ def linear_sums():
     return m, None
 
 
+def mixed_sums():
+    """One scalar's adjoint added to by the threads' parts of a spread sum and by
+    the first thread's sweep of a sum read non-linearly (on that thread)."""
+    m = ld.Model()
+    x, s = m.param("x", ld.Normal(0, 1), shape=6), m.param("s", ld.HalfNormal(1))
+    m.potential("p", ld.sum(x * s) - ld.square(ld.sum(ld.exp(-s * x))))
+    return m, None
+
+
 _ENGINE = ("poisson", "normal", "potential", "logistic", "hierarchical")
 CASES = {**{name: cuda_checks.CASES[name] for name in _ENGINE},
          **{name: (lambda build=test_compiler.MODELS[name]: (build(), None)) for name in ("eight_schools", "positions", "sums")},
          **{name: cuda_checks.CASES[name] for name in ("transforms", "repeated_indices", "reductions", "running_sums",
                                                        "scalars", "expression_bounds", "outside_support")},
-         "linear_sums": linear_sums}
+         "linear_sums": linear_sums, "mixed_sums": mixed_sums}
 #: Cases compared with their data stored as float32 on the device too, against the engine's kernels.
 FLOAT32 = ("hierarchical", "transforms")
 #: The cases by simulator process, each at most about 45 s of CPU time with empty caches
 #: (numba compiling each case's CPU module is most of it; 29 s for ``regressions``).
 GROUPS = {"regressions": list(_ENGINE) + ["eight_schools"],
-          "positions": ["positions", "transforms", "repeated_indices", "sums", "linear_sums"],
+          "positions": ["positions", "transforms", "repeated_indices", "sums", "linear_sums", "mixed_sums"],
           "reductions": ["reductions", "running_sums", "scalars", "expression_bounds", "outside_support"]}
 
 

@@ -84,6 +84,10 @@ def test_a_reduction_read_again_runs_on_the_first_thread():
     assert not any(isinstance(x, ir.Map) for s in linear if isinstance(s, First) for x in s.body)
     assert sum(isinstance(s, Spread) for s in linear) == 5  # the prior, two sums and their reverse sweeps
     assert adds(linear, "x") == {"plain"}
+    mixed = scheduled("mixed_sums").terms  # s's adjoint: threads' parts and the first thread's sweep
+    # spread: the prior and the linear sum's sweep back (its forward sum meets the first thread's square)
+    assert [type(s) for s in mixed if isinstance(s, (Spread, First))].count(Spread) == 2
+    assert any(isinstance(x, ir.Map) for s in mixed if isinstance(s, First) for x in s.body)
 
 
 def test_stages_constrain_first_and_sweep_transforms_back_last():

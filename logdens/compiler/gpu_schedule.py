@@ -144,7 +144,9 @@ def grid(body, lengths):
         try:
             out = threads.place(body)
         except _Retry as retry:
-            spread -= retry.maps
+            if not retry.maps & spread:  # every part has an origin: this would run forever
+                raise RuntimeError(f"gpu_schedule: no spread map to take back ({retry.maps})") from None
+            spread, known = spread - retry.maps, {}  # states learnt with those maps spread are stale
             continue
         if threads.final == known:
             return _owned(out, lengths)
@@ -169,7 +171,8 @@ def _spreadable(m):
 
 class _Threads:
     """One run of the analysis (see ``grid``): ``final`` the states of the locals
-    of the call, ``known`` those of the previous run."""
+    of the call with the maps their parts come from, ``known`` those of the
+    previous run."""
 
     def __init__(self, spread, known):
         self.spread, self.known = spread, known
@@ -233,9 +236,11 @@ class _Threads:
 
     def add_local(self, dest, state, origin):
         """An add of a ``state`` value into local ``dest``: whether on the first thread only."""
-        joined = max(self.final.get(dest.name, "U"), self.known.get(dest.name, "U"), state, key=_ORDER.get)
-        self.final[dest.name] = joined
-        self.set(dest, joined, self.origin.get(dest.name, frozenset()) | origin)
+        before, known = (d.get(dest.name, ("U", frozenset())) for d in (self.final, self.known))
+        joined = max(before[0], known[0], state, key=_ORDER.get)
+        origin = before[1] | known[1] | origin
+        self.final[dest.name] = (joined, origin)
+        self.set(dest, joined, origin)
         return state == "F" or (joined == "P" and state == "U")
 
     def map(self, m):
