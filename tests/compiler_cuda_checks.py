@@ -49,7 +49,8 @@ def mixed_sums():
 
 _ENGINE = ("poisson", "normal", "potential", "logistic", "hierarchical")
 CASES = {**{name: cuda_checks.CASES[name] for name in _ENGINE},
-         **{name: (lambda build=test_compiler.MODELS[name]: (build(), None)) for name in ("eight_schools", "positions", "sums")},
+         **{name: (lambda build=test_compiler.MODELS[name]: (build(), None))
+            for name in ("eight_schools", "positions", "sums")},
          **{name: cuda_checks.CASES[name] for name in ("transforms", "repeated_indices", "reductions", "running_sums",
                                                        "scalars", "expression_bounds", "outside_support")},
          "linear_sums": linear_sums, "mixed_sums": mixed_sums}

@@ -21,7 +21,7 @@ from logdens import cache, engine
 from logdens.compiler import ir
 from logdens.compiler.ad import gradient_program, per_sample_program, pointwise_program
 from logdens.compiler.emit import Emitter
-from logdens.compiler.gpu_schedule import First, GridAdd, Spread, stages, unwrapped
+from logdens.compiler.gpu_schedule import First, stages, unwrapped
 from logdens.cuda_source import KERNEL, LOCAL_BYTES, workspace_sizes
 from logdens.expr import ModelError
 from logdens.lines import indent, plus
@@ -128,7 +128,8 @@ class CudaEmitter(Emitter):
         for p, copy in self.shared.items():  # after block_add's barrier: every row's adds are in
             slot = self.layout.params[p]
             lines += [f"for k in range(cuda.threadIdx.x, {slot.size}, cuda.blockDim.x):",
-                      f"    if {copy}[k] != 0.0:", f"        cuda.atomic.add(grad, {plus(slot.offset, 'k')}, {copy}[k])"]
+                      f"    if {copy}[k] != 0.0:",
+                      f"        cuda.atomic.add(grad, {plus(slot.offset, 'k')}, {copy}[k])"]
         return lines
 
     # ----- buffers --------------------------------------------------------

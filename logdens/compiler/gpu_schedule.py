@@ -22,7 +22,7 @@ A map is spread when its rows read only ``U`` values, touch no workspace
 (running sums: a thread's local array), do not read what they add up, add
 (not ``max``), and what they add up is used only linearly afterwards; else
 it runs on the first thread. Each add into an array other threads add to
-(``GridAdd``) says how (``HOW``), by its ``ir.KINDS`` kind: ``shared`` at a
+(``GridAdd``) says how, by its ``ir.KINDS`` kind: ``shared`` at a
 fixed entry into a per-thread sum added once per block (``block``);
 ``scatter`` atomically, into the block's copy of a short parameter's
 adjoints in shared memory where they fit (``shared``, added to the gradient
@@ -38,9 +38,6 @@ from typing import NamedTuple
 from logdens.compiler import ir
 from logdens.ops import OPS
 
-#: How a ``GridAdd`` adds: ``block`` (a per-thread sum, summed over the block
-#: and added with one atomic add per block), ``atomic``, ``plain``.
-HOW = ("block", "atomic", "plain", "shared")
 #: Longest vector whose product adjoints (``DotAdjoint``) a thread sums in a
 #: local array flushed per block (``block``); longer ones are atomic per row.
 LOCAL_VECTOR = 64
@@ -73,7 +70,10 @@ class First(NamedTuple):
 
 class GridAdd(NamedTuple):
     """``statement`` (an ``ir.Accumulate`` into a buffer or ``lp``, an
-    ``ir.DotAdjoint``), which other threads add to as well, done ``how``."""
+    ``ir.DotAdjoint``), which other threads add to as well, done ``how``:
+    ``block`` (a per-thread sum, summed over the block and added with one
+    atomic add per block), ``atomic``, ``shared`` (atomically into the block's
+    copy in shared memory, added once per block) or ``plain``."""
 
     statement: object
     how: str
