@@ -50,15 +50,17 @@ def mixed_sums():
 _ENGINE = ("poisson", "normal", "potential", "logistic", "hierarchical")
 CASES = {**{name: cuda_checks.CASES[name] for name in _ENGINE},
          **{name: (lambda build=test_compiler.MODELS[name]: (build(), None))
-            for name in ("eight_schools", "positions", "sums")},
+            for name in ("eight_schools", "positions", "sums", "bounded")},
          **{name: cuda_checks.CASES[name] for name in ("transforms", "repeated_indices", "reductions", "running_sums",
                                                        "scalars", "expression_bounds", "outside_support")},
+         **{f"random_{k}": cuda_checks.CASES[f"random_{k}"] for k in range(4)},
          "linear_sums": linear_sums, "mixed_sums": mixed_sums}
 #: Cases compared with their data stored as float32 on the device too, against the engine's kernels.
 FLOAT32 = ("hierarchical", "transforms")
 #: The cases by simulator process, each at most about 45 s of CPU time with empty caches
 #: (numba compiling each case's CPU module is most of it; 29 s for ``regressions``).
-GROUPS = {"regressions": list(_ENGINE) + ["eight_schools"],
+GROUPS = {"regressions": list(_ENGINE) + ["eight_schools", "bounded"],
+          "random_expressions": [f"random_{k}" for k in range(4)],
           "positions": ["positions", "transforms", "repeated_indices", "sums", "linear_sums", "mixed_sums"],
           "reductions": ["reductions", "running_sums", "scalars", "expression_bounds", "outside_support"]}
 
