@@ -142,7 +142,7 @@ def test_the_kernels_compile_to_ptx():
     from numba.cuda.cudadrv import nvvm
     if not nvvm.is_available():
         pytest.skip("numba-cuda finds no NVVM (libnvvm) here")
-    cases = ["hierarchical", "transforms", "positions", "linear_sums"]
+    cases = ["hierarchical", "transforms", "positions", "linear_sums", "running_sums"]  # running sums: local arrays
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     done = subprocess.run([sys.executable, SCRIPT, "--ptx", *cases], env=env, capture_output=True, text=True,
                           timeout=600)
