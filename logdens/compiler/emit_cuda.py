@@ -21,7 +21,7 @@ from logdens import cache, engine
 from logdens.compiler import ir
 from logdens.compiler.ad import gradient_program, per_sample_program, pointwise_program
 from logdens.compiler.emit import Emitter
-from logdens.compiler.gpu_schedule import First, stages, unwrapped
+from logdens.compiler.gpu_schedule import First, buffers, stages, unwrapped
 from logdens.cuda_source import KERNEL, LOCAL_BYTES, workspace_sizes
 from logdens.expr import ModelError
 from logdens.lines import indent, plus
@@ -194,7 +194,7 @@ def _binds(layout, gradient):
                    + [f"{n[:-1]} = {n}[point]" for n in names])
 
 
-def stage_kernels(program, model, layout):
+def stage_kernels(program, layout):
     """``(the lines of the three kernels of ``program`` (core or value), whether
     prepare has work)``: see ``gpu_schedule.stages``."""
     gradient = program.name == "core"
@@ -239,10 +239,8 @@ def per_sample_kernel(model, layout, term):
     rows do not spread over the threads (a reduction inside: a map per row)
     or share an event transform's adjoints (a buffer per point, not per row)."""
     scheduled = stages(per_sample_program(model, layout, term), _lengths(layout))
-    statements = unwrapped(scheduled.terms)
-    if any(isinstance(s, First) and any(isinstance(x, ir.Map) for x in unwrapped(s.body)) for s in scheduled.terms) \
-            or any(isinstance(b, ir.Buffer) and b.kind == "aconstrained" for x in statements if isinstance(x, tuple)
-                   and not isinstance(x, (ir.Map, ir.When)) for b in x):
+    per_row_maps = any(isinstance(s, First) and any(isinstance(x, ir.Map) for x in s.body) for s in scheduled.terms)
+    if per_row_maps or any(b.kind == "aconstrained" for x in unwrapped(scheduled.terms) for b in buffers(x)):
         return []
     args, binds = _binds(layout, False)
     emitter = CudaEmitter(layout)
@@ -259,7 +257,7 @@ def source(model, layout):
                           ("from logdens.cuda_device import THREADS, block_add",))
     needed = {}
     for name in ("core", "value"):
-        kernels, needed[name == "core"] = stage_kernels(gradient_program(model, layout, name), model, layout)
+        kernels, needed[name == "core"] = stage_kernels(gradient_program(model, layout, name), layout)
         lines += kernels
     lines += [f"PREPARE = {{True: {needed[True]}, False: {needed[False]}}}", "", ""]
     for term in model.terms:

@@ -161,7 +161,7 @@ def _spreadable(m):
     inner = _defined(m.body)
     read = {v.name for s in ir.walk(m.body) for v in _reads(s)}
     for s in ir.walk(m.body):
-        if any(b.kind == "workspace" for b in _buffers(s)):
+        if any(b.kind == "workspace" for b in buffers(s)):
             return False
         if isinstance(s, ir.Accumulate) and isinstance(s.dest, ir.Value) and s.dest.name not in inner:
             if s.op != "add" or s.dest.name in read:
@@ -373,6 +373,7 @@ def _defined(body):
     return {v.name for s in ir.walk(body) for v in _written(s)}
 
 
-def _buffers(s):
+def buffers(s):
+    """The buffers statement ``s`` names (its nested bodies' not included)."""
     return [x for x in s if isinstance(x, ir.Buffer)] if isinstance(s, tuple) and not isinstance(
         s, (ir.Map, ir.When)) else []
