@@ -6,7 +6,8 @@ shared trajectory length) and accept or reject their end points with their
 own Metropolis test and their own RNG (:mod:`samplers.rng`), so results
 depend only on the seed.  During warmup the step size, ``T`` and a diagonal
 metric are adapted from all chains at once (:mod:`samplers.chees_adaptation`;
-Hoffman, Radul and Sountsov 2021).
+Hoffman, Radul and Sountsov 2021), or a diagonal-plus-low-rank one
+(:mod:`samplers.chees_low_rank`).
 
 One leapfrog step of the ensemble is three pieces: :func:`drift` (half kick
 and drift of every live chain), the gradients of all chains, :func:`kick`
@@ -886,7 +887,8 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         ``acceptance_rate`` (each chain's Metropolis probability),
         ``step_size``, ``n_steps``, ``diverging``, ``energy``,
         ``energy_error`` (``tree_depth`` is 0); ``posterior.attrs`` holds
-        the adapted ``step_size`` and ``trajectory_length``.  Ctrl-C, and an
+        the adapted ``step_size`` and ``trajectory_length``, the ``metric``
+        and the rank of its low-rank part (``low_rank_rank``).  Ctrl-C, and an
         exception of the log density, stop the run as in :func:`samplers.nuts`.
     """
     _check(draws, tune, chains, max_leapfrog_steps, target_accept, jitter, step_size,
