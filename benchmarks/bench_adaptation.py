@@ -11,7 +11,8 @@ outside the clock) of logdens and nutpie, each with its diagonal and its
 low-rank metric (``metric="low_rank"``, nutpie's ``adaptation="low_rank"``;
 nutpie on PyMC's model), as a Markdown table of medians over the seeds.  ``--compare-tools chees``:
 ``ld.chees`` instead, diag and low-rank (:data:`CHEES_CHAINS` chains in
-lockstep, ``--tune`` and ``--draws`` per chain), and no nutpie.
+lockstep, ``--tune`` and ``--draws`` per chain), and no nutpie;
+``--compare-tools logdens``: logdens' NUTS alone.
 
 Tools: ``logdens-stan`` (Stan's windowed warmup, as NumPyro's), ``logdens-nutpie``
 (nutpie's warmup, :mod:`samplers.grad_adaptation`), ``logdens`` (the
@@ -532,14 +533,15 @@ def main(argv=None):
     p.add_argument("--compare", default="",
                    help="comma-separated models of COMPARE_MODELS (or 'all'): the table of "
                    "logdens and nutpie, diag and low_rank, medians over --seeds")
-    p.add_argument("--compare-tools", default="nuts", choices=("nuts", "chees"),
-                   help="--compare: logdens' NUTS beside nutpie, or ChEES alone")
+    p.add_argument("--compare-tools", default="nuts", choices=("nuts", "logdens", "chees"),
+                   help="--compare: logdens' NUTS beside nutpie, logdens' NUTS alone, or "
+                   "ChEES alone")
     args = p.parse_args(argv)
     os.sched_setaffinity(0, {args.core})
     if args.compare:
         models = list(COMPARE_MODELS) if args.compare == "all" else args.compare.split(",")
-        tools = (COMPARE_TOOLS if args.compare_tools == "nuts" else
-                 (("chees", "diag"), ("chees", "low_rank")))
+        tools = {"nuts": COMPARE_TOOLS, "logdens": COMPARE_TOOLS[:2],
+                 "chees": (("chees", "diag"), ("chees", "low_rank"))}[args.compare_tools]
         compare(models, [int(s) for s in args.seeds.split(",")], args.tune, args.draws, tools)
         return
     import logdens as ld

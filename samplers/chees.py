@@ -389,10 +389,10 @@ def rescale_length(ad, eps):
 
     The factor assumes ``T`` had reached the old metric's slowest time scale.
     Under the first metric, whose slowest direction may be 50 times the
-    fastest (a Gaussian of tests/test_samplers_chees.py), it has not, and
-    the rescaled ``T`` came out at 2% of one step: Adam (about x1.03 per
-    iteration) then needed the rest of warmup to bring it back, and the
-    chains sampled with one leapfrog step.  From one step the climb (x1.4
+    fastest (the Gaussian of tests/test_samplers_chees_low_rank.py), it has
+    not, and the rescaled ``T`` came out at a fraction of one step: Adam
+    (about x1.03 per iteration) did not bring it back within warmup, and
+    the chains sampled with one leapfrog step.  From one step the climb (x1.4
     per iteration) reaches the new time scale in a few iterations.
     """
     sc = ad.scalars
@@ -540,10 +540,17 @@ def _in_use(ad):
     return ad._replace(lr_vecs=ad.lr_vecs[:k], lr_vals=ad.lr_vals[:k])
 
 
+def _metric(ad):
+    """The metric in use, for the batch loop."""
+    use = _in_use(ad)
+    return Metric(ad.inv_diag, _unit(), _unit(), False, use.lr_vecs, use.lr_vals)
+
+
 def _install_low_rank(ad):
     """The low-rank estimate a window's end left due (:func:`samplers.chees_low_rank.install`);
     the loop's next call rescales ``T`` and finds the step size."""
-    factor = chees_low_rank.install(ad.inv_diag, *ad[8:])
+    factor = chees_low_rank.install(ad.inv_diag, ad.lr_vecs, ad.lr_vals, ad.lr_q, ad.lr_g,
+                                    ad.lr_counts)
     if factor is not None:
         ad.scalars[LR_FACTOR] = factor
 
@@ -598,7 +605,7 @@ def _advance_steps(steps, ens, prop, ad, schedule, iconf, fconf, interrupt, star
     ``steps`` (:func:`batch_steps` or a device's): the same compiled pieces
     in the same order."""
     sc, max_error = ad.scalars, fconf[MAX_ERROR]
-    metric = Metric(ad.inv_diag, _unit(), _unit(), False, *_in_use(ad)[8:10])
+    metric = _metric(ad)
     if start == 0 and iconf[N_TUNE] > 0:
         eps = _heuristic_steps(steps, metric, ens, prop, sc[STEP], max_error)
         restart(ad, eps, math.exp(sc[LOG_T]) if math.isfinite(sc[LOG_T]) else eps)
@@ -615,7 +622,7 @@ def _advance_steps(steps, ens, prop, ad, schedule, iconf, fconf, interrupt, star
             _install_low_rank(ad)
             if ad.lr_counts[RESTART]:
                 ad.lr_counts[RESTART] = 0
-                metric = Metric(ad.inv_diag, _unit(), _unit(), False, *_in_use(ad)[8:10])
+                metric = _metric(ad)
                 eps = _heuristic_steps(steps, metric, ens, prop, sc[STEP], max_error)
                 restart_step_size(ad, eps)
                 rescale_length(ad, eps)
