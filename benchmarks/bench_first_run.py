@@ -2,7 +2,8 @@
 
 Run: python benchmarks/bench_first_run.py [--rounds 5] [--roots OLD,NEW]
      python benchmarks/bench_first_run.py --events       (compile events and LLVM time, one cold run)
-     python benchmarks/bench_first_run.py --after-warmup [--events]   (set-up, then a first run)
+     python benchmarks/bench_first_run.py --after-warmup [--events] [--metric low_rank]
+         (set-up, then a first run; its ``metric``: diag, dense or low_rank)
 
 Each round runs three fresh processes on eight schools (``draws=20, tune=20``,
 one chain): *cold*, with empty numba and logdens cache directories (the first
