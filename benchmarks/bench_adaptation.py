@@ -3,12 +3,16 @@
 Run: python benchmarks/bench_adaptation.py [--model poisson] [--seeds 1,2,3,4]
      [--tools logdens-stan,logdens-nutpie,numpyro,nutpie] [--fixed] [--metric diag]
      python benchmarks/bench_adaptation.py --compare all --seeds 1,2,3
+     python benchmarks/bench_adaptation.py --compare all --seeds 1,2,3 --compare-tools chees
 
 ``--compare``: gradients per effective draw (min bulk ESS over the free
 parameters), ESS per wall second and per CPU second of sampling (compile
 outside the clock) of logdens and nutpie, each with its diagonal and its
 low-rank metric (``metric="low_rank"``, nutpie's ``adaptation="low_rank"``;
-nutpie on PyMC's model), as a Markdown table of medians over the seeds.
+nutpie on PyMC's model), as a Markdown table of medians over the seeds.  ``--compare-tools chees``:
+``ld.chees`` instead, diag and low-rank (:data:`CHEES_CHAINS` chains in
+lockstep, ``--tune`` and ``--draws`` per chain), and no nutpie;
+``--compare-tools logdens``: logdens' NUTS alone.
 
 Tools: ``logdens-stan`` (Stan's windowed warmup, as NumPyro's), ``logdens-nutpie``
 (nutpie's warmup, :mod:`samplers.grad_adaptation`), ``logdens`` (the
@@ -433,6 +437,8 @@ COMPARE_MODELS = {
                          pymc=hierarchical_pymc,
                          free=("alpha", "b", "s1", "s2", "sigma", "z1", "z2")),
     "gp": dict(data=gp_data, logdens=gp_logdens, pymc=gp_pymc, free=("alpha", "rho", "sigma")),
+    "poisson": bs.MODELS["poisson"],  # the hierarchical Poisson models of tests/, 100 groups
+    "poisson_nc": bs.MODELS["poisson_nc"],
 }
 #: Tools of ``--compare``: (sampler, metric or adaptation).
 COMPARE_TOOLS = (("logdens", "diag"), ("logdens", "low_rank"), ("nutpie", "diag"),
@@ -458,11 +464,19 @@ def _compare_row(idata, free, wall, cpu):
             "ess_cpu": min_ess / cpu, "min_ess": min_ess}
 
 
+#: Chains of ``ld.chees`` in ``--compare-tools chees``.
+CHEES_CHAINS = 32
+
+
 def compare_one(tool, metric, density, nutpie_compiled, free, seed, tune, draws):
-    """One run of one tool: 4 chains on one thread; its row of statistics."""
+    """One run of one tool: 4 chains on one thread (ChEES: :data:`CHEES_CHAINS`
+    in lockstep); its row of statistics."""
     import logdens as ld
 
-    if tool == "logdens":
+    if tool == "chees":
+        run = lambda: ld.chees(density, draws=draws, tune=tune, chains=CHEES_CHAINS,  # noqa: E731
+                               seed=seed, metric=metric, progress=False, log_likelihood=False)
+    elif tool == "logdens":
         run = lambda: ld.nuts(density, draws=draws, tune=tune, chains=4, cores=1,  # noqa: E731
                               seed=seed, metric=metric, progress=False, log_likelihood=False)
     else:
@@ -476,21 +490,23 @@ def compare_one(tool, metric, density, nutpie_compiled, free, seed, tune, draws)
     return _compare_row(idata, free, wall, cpu)
 
 
-def compare(models, seeds, tune, draws):
+def compare(models, seeds, tune, draws, tools=COMPARE_TOOLS):
     """The table of ``--compare``: medians (and ranges) over seeds per model and tool."""
     import logdens as ld
-    import nutpie
-    import pymc as pm
 
     for name in models:
         spec = COMPARE_MODELS[name]
         data = spec["data"]()
         density = spec["logdens"](ld, data).compile()
-        compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+        compiled = None
+        if any(tool == "nutpie" for tool, _ in tools):
+            import nutpie
+            import pymc as pm
+            compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
         print(f"\n#### {name} ({density.dim} parameters)\n", flush=True)
         print("| tool | grads / ESS (median, range) | ESS/s wall | ESS/s CPU | min ESS |")
         print("|---|---|---|---|---|")
-        for tool, metric in COMPARE_TOOLS:
+        for tool, metric in tools:
             # An untimed short run: compiles (or loads from the caches) outside the clock.
             compare_one(tool, metric, density, compiled, spec["free"], 0, 60, 20)
             rows = [compare_one(tool, metric, density, compiled, spec["free"], s, tune, draws)
@@ -517,11 +533,16 @@ def main(argv=None):
     p.add_argument("--compare", default="",
                    help="comma-separated models of COMPARE_MODELS (or 'all'): the table of "
                    "logdens and nutpie, diag and low_rank, medians over --seeds")
+    p.add_argument("--compare-tools", default="nuts", choices=("nuts", "logdens", "chees"),
+                   help="--compare: logdens' NUTS beside nutpie, logdens' NUTS alone, or "
+                   "ChEES alone")
     args = p.parse_args(argv)
     os.sched_setaffinity(0, {args.core})
     if args.compare:
         models = list(COMPARE_MODELS) if args.compare == "all" else args.compare.split(",")
-        compare(models, [int(s) for s in args.seeds.split(",")], args.tune, args.draws)
+        tools = {"nuts": COMPARE_TOOLS, "logdens": COMPARE_TOOLS[:2],
+                 "chees": (("chees", "diag"), ("chees", "low_rank"))}[args.compare_tools]
+        compare(models, [int(s) for s in args.seeds.split(",")], args.tune, args.draws, tools)
         return
     import logdens as ld
 

@@ -2,7 +2,8 @@
 
 Run: python benchmarks/bench_first_run.py [--rounds 5] [--roots OLD,NEW]
      python benchmarks/bench_first_run.py --events       (compile events and LLVM time, one cold run)
-     python benchmarks/bench_first_run.py --after-warmup [--events]   (set-up, then a first run)
+     python benchmarks/bench_first_run.py --after-warmup [--events] [--metric low_rank]
+         (set-up, then a first run; its ``metric``: diag, dense or low_rank)
 
 Each round runs three fresh processes on eight schools (``draws=20, tune=20``,
 one chain): *cold*, with empty numba and logdens cache directories (the first
@@ -65,7 +66,7 @@ except ImportError:
     pass
 t2, c2 = W(), C()
 EVENTS
-ld.nuts(density, draws=20, tune=20, chains=1, seed=1, progress=False)
+ld.nuts(density, draws=20, tune=20, chains=1, seed=1, progress=False, metric=METRIC)
 t3, c3 = W(), C()
 print(json.dumps({"compile": t1 - t0, "compile_cpu": c1 - c0, "imports": t2 - t1,
                   "nuts": t3 - t2, "nuts_cpu": c3 - c2, "total": t1 - t0 + t3 - t2,
@@ -136,10 +137,10 @@ def warm_up(root, numba_dir, logdens_dir):
     return {"warmup": time.perf_counter() - t, "warmup_cpu": cpu}
 
 
-def run(root, numba_dir, logdens_dir, events=False):
+def run(root, numba_dir, logdens_dir, events=False, metric="diag"):
     """One process; its JSON line as a dict (the events table is printed)."""
     env = environment(root, numba_dir, logdens_dir)
-    code = CODE.replace("EVENTS", EVENTS if events else "")
+    code = CODE.replace("EVENTS", EVENTS if events else "").replace("METRIC", repr(metric))
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=1800,
                          capture_output=True, text=True, cwd=tempfile.gettempdir())
     lines = out.stdout.splitlines()
@@ -163,7 +164,7 @@ def rounds(roots, n):
     return results
 
 
-def after_warmup_rounds(roots, n, events=False):
+def after_warmup_rounds(roots, n, events=False, metric="diag"):
     """``{root: {kind: [row, ...]}}``: the warmup command, the first run after
     it, and a cold first run, each in empty cache directories, per round."""
     results = {root: {"warmup": [], "after warmup": [], "cold": []} for root in roots}
@@ -172,12 +173,12 @@ def after_warmup_rounds(roots, n, events=False):
             with tempfile.TemporaryDirectory() as tmp:
                 dirs = os.path.join(tmp, "numba"), os.path.join(tmp, "logdens")
                 results[root]["warmup"].append(warm_up(root, *dirs))
-                results[root]["after warmup"].append(run(root, *dirs, events=events))
+                results[root]["after warmup"].append(run(root, *dirs, events, metric))
             if events:
                 continue
             with tempfile.TemporaryDirectory() as tmp:
                 results[root]["cold"].append(run(root, os.path.join(tmp, "numba"),
-                                                 os.path.join(tmp, "logdens")))
+                                                 os.path.join(tmp, "logdens"), metric=metric))
     return results
 
 
@@ -208,10 +209,13 @@ def main(argv=None):
                    "(with --after-warmup: of one run after warmup)")
     p.add_argument("--after-warmup", action="store_true",
                    help="python -m logdens warmup, then a first run, beside a cold one")
+    p.add_argument("--metric", default="diag", choices=("diag", "dense", "low_rank"),
+                   help="the first run's metric (with --after-warmup)")
     args = p.parse_args(argv)
     roots = args.roots.split(",") if args.roots else [""]
     if args.after_warmup:
-        results = after_warmup_rounds(roots, 1 if args.events else args.rounds, args.events)
+        results = after_warmup_rounds(roots, 1 if args.events else args.rounds, args.events,
+                                      args.metric)
         report(results)
         for root in roots:
             after, cold = results[root]["after warmup"], results[root]["cold"]

@@ -6,7 +6,8 @@ shared trajectory length) and accept or reject their end points with their
 own Metropolis test and their own RNG (:mod:`samplers.rng`), so results
 depend only on the seed.  During warmup the step size, ``T`` and a diagonal
 metric are adapted from all chains at once (:mod:`samplers.chees_adaptation`;
-Hoffman, Radul and Sountsov 2021).
+Hoffman, Radul and Sountsov 2021), or a diagonal-plus-low-rank one
+(:mod:`samplers.chees_low_rank`).
 
 One leapfrog step of the ensemble is three pieces: :func:`drift` (half kick
 and drift of every live chain), the gradients of all chains, :func:`kick`
@@ -49,6 +50,9 @@ from .chees_adaptation import (
     LEARNING_RATE, MAX_LEAPFROG_STEPS, TARGET_ACCEPT, TrajectoryState, chees_gradient,
     halton, harmonic_mean_accept, pooled_variance_final, pooled_variance_update,
     trajectory_final, trajectory_init, trajectory_rescale, trajectory_update)
+from . import chees_low_rank
+from .chees_low_rank import PENDING, RANK, RESTART
+from .low_rank import compile_estimate
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from .kernel import STAT_NAMES
 from .diagnostics import SamplerWarning, sampler_warnings
@@ -68,11 +72,15 @@ SOURCE_HASH = source_hash(Path(__file__).parent)
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0
 #: Layout of the adaptation scalars: step size, dual averaging, Adam on
-#: log T (:class:`TrajectoryState`), the trajectory length after warmup.
+#: log T (:class:`TrajectoryState`), the trajectory length after warmup,
+#: the factor for T after a low-rank estimate (:mod:`samplers.chees_low_rank`).
 (STEP, DA_COUNTER, DA_S_BAR, DA_X_BAR, DA_MU, DA_X, LOG_T, SQ_GRAD, T_COUNT, LOG_T_AVG,
- T_AVG_COUNT, CLIMBING, LENGTH, N_SCALARS) = range(14)
+ T_AVG_COUNT, CLIMBING, LENGTH, LR_FACTOR, N_SCALARS) = range(15)
 #: Layout of the integer configuration.
 N_TUNE, MAX_STEPS, JITTER, ADAPT_METRIC, N_ICONF = range(5)
+#: Metric adaptations (``iconf[ADAPT_METRIC]``): none, the pooled variance,
+#: the low-rank estimate (:mod:`samplers.chees_low_rank`).
+NO_METRIC, DIAG_METRIC, LOW_RANK_METRIC = 0, 1, 2
 #: Layout of the float configuration.
 TARGET, MAX_ERROR, RATE, N_FCONF = range(4)
 #: Jitter kinds (``iconf[JITTER]``).
@@ -129,8 +137,11 @@ class Proposal(NamedTuple):
 
 class Adaptation(NamedTuple):
     """Warmup state: the diagonal inverse metric, the scalars (layout above),
-    the pooled Welford estimator, workspaces for the chains' means and the
-    RNG of the uniform jitter."""
+    the pooled Welford estimator, workspaces for the chains' means, the RNG
+    of the uniform jitter, and the low-rank metric's directions, eigenvalues,
+    window rows and counters (:func:`samplers.chees_low_rank.buffers`; no
+    rows without it).  The compiled loop gets ``lr_vecs[:k]`` and
+    ``lr_vals[:k]``, ``k = lr_counts[RANK]``: the metric in use."""
 
     inv_diag: np.ndarray
     scalars: np.ndarray
@@ -140,6 +151,11 @@ class Adaptation(NamedTuple):
     centre0: np.ndarray
     centre1: np.ndarray
     jitter_rng: np.ndarray
+    lr_vecs: np.ndarray
+    lr_vals: np.ndarray
+    lr_q: np.ndarray
+    lr_g: np.ndarray
+    lr_counts: np.ndarray
 
 
 def make_proposal(chains, dim):
@@ -274,17 +290,19 @@ def record(it, eps, ens, prop, draws, stats):
 
 
 @compiled
-def end_iteration(it, eps, duration, ens, prop, ad, in_window, window_end, iconf, fconf, draws, stats):
+def end_iteration(it, eps, duration, metric, ens, prop, ad, in_window, window_end, iconf, fconf,
+                  draws, stats):
     """After an iteration's leapfrog steps, the same in the compiled loop and the
     batch loop: acceptance probabilities, the ChEES gradient of log T while
     tuning, Metropolis, the draws' row ``it``, the warmup's adaptation.
-    Returns whether the step size must be found again (a warmup window ended)."""
+    Returns whether the step size must be found again (a warmup window ended);
+    a low-rank estimate due is flagged in ``ad.lr_counts[PENDING]`` instead."""
     proposal_finish(fconf[MAX_ERROR], prop)
     tuning = it < iconf[N_TUNE]
     grad_log_t = 0.0
     if tuning:
         grad_log_t = chees_gradient(ens.q, prop.q, prop.v, prop.accept, prop.diverging,
-                                    ad.inv_diag, duration, ad.centre0, ad.centre1)
+                                    metric, duration, ad.centre0, ad.centre1)
     metropolis(ens, prop)
     record(it, eps, ens, prop, draws, stats)
     return tuning and adapt(ad, ens, prop, grad_log_t, it, in_window, window_end, iconf, fconf)
@@ -315,7 +333,9 @@ def iteration_plan(ad, it, iconf):
 @compiled
 def adapt(ad, ens, prop, grad_log_t, it, in_window, window_end, iconf, fconf):
     """Warmup after iteration ``it``: dual averaging of the step size on the
-    harmonic-mean acceptance, Adam on log T, the pooled metric estimate.
+    harmonic-mean acceptance, Adam on log T, the pooled metric estimate (or
+    the low-rank metric's rows, and at a window's end its estimate flagged
+    due: :mod:`samplers.chees_low_rank`).
 
     Returns True when a new metric was installed (the caller then finds a
     new step size and calls :func:`restart_step_size`; ``T`` was rescaled).  After the last
@@ -330,7 +350,12 @@ def adapt(ad, ens, prop, grad_log_t, it, in_window, window_end, iconf, fconf):
                          sc[CLIMBING])
     tr = trajectory_update(tr, grad_log_t, fconf[RATE], math.log(iconf[MAX_STEPS] * sc[STEP]))
     installed = False
-    if iconf[ADAPT_METRIC]:
+    if iconf[ADAPT_METRIC] == LOW_RANK_METRIC:
+        if in_window[it]:
+            chees_low_rank.store(ad.lr_q, ad.lr_g, ad.lr_counts, ens.q, ens.grad)
+        if window_end[it]:
+            ad.lr_counts[PENDING] = 1
+    elif iconf[ADAPT_METRIC] == DIAG_METRIC:
         if in_window[it]:
             ad.wf_n[0] = pooled_variance_update(ad.wf_n[0], ad.wf_mean, ad.wf_m2, ens.q)
         if window_end[it]:
@@ -354,6 +379,28 @@ def restart_step_size(ad, eps):
     sc = ad.scalars
     sc[STEP] = eps
     sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X] = dual_averaging_init(eps)
+
+
+@compiled
+def rescale_length(ad, eps):
+    """Rescale ``T`` by the factor a low-rank estimate left (``scalars[LR_FACTOR]``),
+    to at least one step of the new step size ``eps``, and climb again from
+    there (:func:`samplers.chees_adaptation.trajectory_update`).
+
+    The factor assumes ``T`` had reached the old metric's slowest time scale.
+    Under the first metric, whose slowest direction may be 50 times the
+    fastest (the Gaussian of tests/test_samplers_chees_low_rank.py), it has
+    not, and the rescaled ``T`` came out at a fraction of one step: Adam
+    (about x1.03 per iteration) did not bring it back within warmup, and
+    the chains sampled with one leapfrog step.  From one step the climb (x1.4
+    per iteration) reaches the new time scale in a few iterations.
+    """
+    sc = ad.scalars
+    tr = TrajectoryState(sc[LOG_T], sc[SQ_GRAD], sc[T_COUNT], sc[LOG_T_AVG], sc[T_AVG_COUNT],
+                         sc[CLIMBING])
+    tr = trajectory_rescale(tr, max(sc[LR_FACTOR], eps / math.exp(sc[LOG_T])))
+    sc[LOG_T], sc[SQ_GRAD], sc[T_COUNT], sc[LOG_T_AVG], sc[T_AVG_COUNT] = tr[:5]
+    sc[CLIMBING] = 1.0
 
 
 @compiled
@@ -421,17 +468,23 @@ def _make_run_chunk():
 
     def run_chunk(f, fdata, idata, q, g, lp, rng, pq, pp, pg, pv, plp, ph0, ph, palive,
                   psteps, paccept, pdiv, inv_diag, unit, sc, wf_n, wf_mean, wf_m2, centre0,
-                  centre1, jitter_rng, in_window, window_end, iconf, fconf, interrupt,
-                  start, stop, draws, stats):
+                  centre1, jitter_rng, lr_vecs, lr_vals, lr_q, lr_g, lr_counts, in_window,
+                  window_end, iconf, fconf, interrupt, start, stop, draws, stats):
         sources  # noqa: B018  (a closure variable, so part of the cache key)
         ens = Ensemble(q, g, lp, rng)
         prop = Proposal(pq, pp, pg, pv, plp, ph0, ph, palive, psteps, paccept, pdiv)
-        ad = Adaptation(inv_diag, sc, wf_n, wf_mean, wf_m2, centre0, centre1, jitter_rng)
-        metric = Metric(inv_diag, unit, unit, False, unit[:0], inv_diag[:0])  # diagonal
+        ad = Adaptation(inv_diag, sc, wf_n, wf_mean, wf_m2, centre0, centre1, jitter_rng,
+                        lr_vecs, lr_vals, lr_q, lr_g, lr_counts)
+        metric = Metric(inv_diag, unit, unit, False, lr_vecs, lr_vals)  # diagonal (+ low rank)
         max_error = fconf[MAX_ERROR]
         if start == 0 and iconf[N_TUNE] > 0:
             eps = entry_heuristic(f, fdata, idata, metric, ens, prop, sc[STEP], max_error)
             restart(ad, eps, math.exp(sc[LOG_T]) if math.isfinite(sc[LOG_T]) else eps)
+        elif lr_counts[RESTART]:  # a low-rank estimate was installed between calls
+            lr_counts[RESTART] = 0
+            eps = entry_heuristic(f, fdata, idata, metric, ens, prop, sc[STEP], max_error)
+            restart_step_size(ad, eps)
+            rescale_length(ad, eps)
         for it in range(start, stop):
             eps, duration, n = iteration_plan(ad, it, iconf)
             proposal_start(metric, ens, prop)
@@ -441,10 +494,12 @@ def _make_run_chunk():
                 kick(metric, eps, max_error, prop)
                 if interrupt[0] != 0:  # the cut-short transition is dropped
                     return it
-            if end_iteration(it, eps, duration, ens, prop, ad, in_window, window_end, iconf, fconf,
-                             draws, stats):
+            if end_iteration(it, eps, duration, metric, ens, prop, ad, in_window, window_end,
+                             iconf, fconf, draws, stats):
                 eps = entry_heuristic(f, fdata, idata, metric, ens, prop, sc[STEP], max_error)
                 restart_step_size(ad, eps)
+            if lr_counts[PENDING]:  # _advance_entry estimates it, then calls again
+                return it + 1
         return stop
 
     return run_chunk
@@ -458,6 +513,7 @@ _CHUNK_SIGNATURE = types.int64(
     _F2, _F2, _F1, types.uint64[:, ::1],                   # Ensemble
     _F2, _F2, _F2, _F2, _F1, _F1, _F1, _B1, _I1, _F1, _B1,  # Proposal
     _F1, _F2, _F1, _I1, _F1, _F1, _F1, _F1, types.uint64[::1],  # metric, Adaptation
+    _F2, _F1, _F2, _F2, _I1,                               # Adaptation's low-rank part
     _B1, _B1, _I1, _F1, _I1,                               # schedule, configuration, interrupt
     types.int64, types.int64, _F3, _F3,                    # start, stop, outputs
 )
@@ -468,7 +524,8 @@ def chunk_runner():
     """The compiled ChEES loop over iterations ``start .. stop - 1`` of all
     chains, against the first-class type of the model entry (one compiled
     loop for every model; cached on disk).  Returns the index after the
-    last recorded iteration (less than ``stop`` when interrupted)."""
+    last recorded iteration (less than ``stop`` when interrupted, or after
+    an iteration that ends with a low-rank estimate due)."""
     return njit(_CHUNK_SIGNATURE, cache=True, nogil=True, _nrt=False, error_model="numpy")(
         _make_run_chunk())
 
@@ -477,11 +534,35 @@ def _unit():
     return np.ones((1, 1))
 
 
+def _in_use(ad):
+    """``ad`` with the low-rank metric's buffers cut to the rank in use."""
+    k = ad.lr_counts[RANK]
+    return ad._replace(lr_vecs=ad.lr_vecs[:k], lr_vals=ad.lr_vals[:k])
+
+
+def _metric(ad):
+    """The metric in use, for the batch loop."""
+    use = _in_use(ad)
+    return Metric(ad.inv_diag, _unit(), _unit(), False, use.lr_vecs, use.lr_vals)
+
+
+def _install_low_rank(ad):
+    """The low-rank estimate a window's end left due (:func:`samplers.chees_low_rank.install`);
+    the loop's next call rescales ``T`` and finds the step size."""
+    factor = chees_low_rank.install(ad.inv_diag, ad.lr_vecs, ad.lr_vals, ad.lr_q, ad.lr_g,
+                                    ad.lr_counts)
+    if factor is not None:
+        ad.scalars[LR_FACTOR] = factor
+
+
 def _advance_entry(entry, ens, prop, ad, schedule, iconf, fconf, interrupt, start, stop,
                    draws, stats):
-    return chunk_runner()(entry.function, entry.fdata, entry.idata, *ens, *prop, ad.inv_diag,
-                          _unit(), *ad[1:], schedule[0], schedule[1], iconf, fconf, interrupt,
-                          start, stop, draws, stats)
+    end = chunk_runner()(entry.function, entry.fdata, entry.idata, *ens, *prop, ad.inv_diag,
+                         _unit(), *_in_use(ad)[1:], schedule[0], schedule[1], iconf, fconf,
+                         interrupt, start, stop, draws, stats)
+    if ad.lr_counts[PENDING]:
+        _install_low_rank(ad)
+    return end
 
 
 # ----- the batch run (one Python call per leapfrog step or iteration) ------
@@ -524,7 +605,7 @@ def _advance_steps(steps, ens, prop, ad, schedule, iconf, fconf, interrupt, star
     ``steps`` (:func:`batch_steps` or a device's): the same compiled pieces
     in the same order."""
     sc, max_error = ad.scalars, fconf[MAX_ERROR]
-    metric = Metric(ad.inv_diag, _unit(), _unit(), False)
+    metric = _metric(ad)
     if start == 0 and iconf[N_TUNE] > 0:
         eps = _heuristic_steps(steps, metric, ens, prop, sc[STEP], max_error)
         restart(ad, eps, math.exp(sc[LOG_T]) if math.isfinite(sc[LOG_T]) else eps)
@@ -533,10 +614,18 @@ def _advance_steps(steps, ens, prop, ad, schedule, iconf, fconf, interrupt, star
         proposal_start(metric, ens, prop)
         if not steps(metric, eps, max_error, prop, n, interrupt):
             return it
-        if end_iteration(it, eps, duration, ens, prop, ad, schedule[0], schedule[1], iconf, fconf,
-                         draws, stats):
+        if end_iteration(it, eps, duration, metric, ens, prop, ad, schedule[0], schedule[1],
+                         iconf, fconf, draws, stats):
             eps = _heuristic_steps(steps, metric, ens, prop, sc[STEP], max_error)
             restart_step_size(ad, eps)
+        if ad.lr_counts[PENDING]:
+            _install_low_rank(ad)
+            if ad.lr_counts[RESTART]:
+                ad.lr_counts[RESTART] = 0
+                metric = _metric(ad)
+                eps = _heuristic_steps(steps, metric, ens, prop, sc[STEP], max_error)
+                restart_step_size(ad, eps)
+                rescale_length(ad, eps)
     return stop
 
 
@@ -613,7 +702,7 @@ def chees_step(gradients, ens, prop, inv_metric, step_size, n_steps,
     return ens, prop
 
 
-def _adaptation(dim, seed, step_size, trajectory_length, inv_metric):
+def _adaptation(dim, seed, step_size, trajectory_length, inv_metric, low_rank_rows=0):
     scalars = np.zeros(N_SCALARS)
     scalars[STEP] = 1.0 if step_size is None else step_size
     scalars[LOG_T] = np.nan if trajectory_length is None else math.log(trajectory_length)
@@ -622,7 +711,8 @@ def _adaptation(dim, seed, step_size, trajectory_length, inv_metric):
     if inv.shape != (dim,) or not np.all(np.isfinite(inv) & (inv > 0)):
         raise ValueError(f"inv_metric must be {dim} positive finite numbers")
     return Adaptation(inv, scalars, np.zeros(1, dtype=np.int64), np.zeros(dim), np.zeros(dim),
-                      np.zeros(dim), np.zeros(dim), make_state(seed, JITTER_STREAM))
+                      np.zeros(dim), np.zeros(dim), make_state(seed, JITTER_STREAM),
+                      *chees_low_rank.buffers(dim, low_rank_rows))
 
 
 def _positive(name, value, allow_none=True):
@@ -637,7 +727,7 @@ def _positive(name, value, allow_none=True):
 
 
 def _check(draws, tune, chains, max_leapfrog_steps, target_accept, jitter, step_size,
-           trajectory_length, learning_rate):
+           trajectory_length, learning_rate, metric="diag", adapt_metric=True):
     for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 2),
                              ("max_leapfrog_steps", max_leapfrog_steps, 1)):
         _check_integer(name, value, low)
@@ -650,6 +740,11 @@ def _check(draws, tune, chains, max_leapfrog_steps, target_accept, jitter, step_
     _positive("learning_rate", learning_rate, allow_none=False)
     if tune == 0 and (step_size is None or trajectory_length is None):
         raise ValueError("tune=0 needs step_size and trajectory_length (nothing is adapted)")
+    if metric not in ("diag", "low_rank"):
+        raise ValueError(f"metric={metric!r}; expected 'diag' or 'low_rank'")
+    if metric == "low_rank" and not adapt_metric:
+        raise ValueError("metric='low_rank' with adapt_metric=False: the low-rank metric is "
+                         "estimated during warmup; use metric='diag' to keep inv_metric")
 
 
 GRADIENT_SOURCES = ("entry", "batch", "device")
@@ -723,7 +818,7 @@ def _run(advance, ens, prop, ad, schedule, iconf, fconf, interrupt, n_total, pro
 
 def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_ACCEPT,
           max_leapfrog_steps=MAX_LEAPFROG_STEPS, jitter="halton", learning_rate=LEARNING_RATE,
-          adapt_metric=True, step_size=None, trajectory_length=None, inv_metric=None,
+          metric="diag", adapt_metric=True, step_size=None, trajectory_length=None, inv_metric=None,
           init=None, progress=True, save_warmup=False, log_likelihood=True, gradient=None,
           adapt_init_buffer=INIT_BUFFER, adapt_term_buffer=TERM_BUFFER,
           adapt_window=BASE_WINDOW, log_likelihood_max_bytes=LOG_LIKELIHOOD_MAX_BYTES):
@@ -759,8 +854,14 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         Halton sequence, or uniform(0, 1) from the seed's own stream.
     learning_rate : float
         Adam's learning rate on ``log T`` (0.025, TFP).
+    metric : {"diag", "low_rank"}
+        The metric warmup adapts: diagonal (the pooled variance of the
+        window's draws), or diagonal plus low rank (Seyboldt, Carlson and
+        Carpenter 2026; as :func:`samplers.nuts`), estimated from the
+        positions and gradients of all chains in each window
+        (:mod:`samplers.chees_low_rank`; not with ``gradient="device"``).
     adapt_metric : bool
-        Adapt the diagonal metric; otherwise keep ``inv_metric`` (or unit).
+        Adapt the metric; otherwise keep ``inv_metric`` (or unit).
     step_size, trajectory_length : float, optional
         Starting values (the step-size search starts from ``step_size``; ``T``
         starts at one step); both are required with ``tune=0``.
@@ -793,18 +894,26 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         ``acceptance_rate`` (each chain's Metropolis probability),
         ``step_size``, ``n_steps``, ``diverging``, ``energy``,
         ``energy_error`` (``tree_depth`` is 0); ``posterior.attrs`` holds
-        the adapted ``step_size`` and ``trajectory_length``.  Ctrl-C, and an
+        the adapted ``step_size`` and ``trajectory_length``, the ``metric``
+        and the rank of its low-rank part (``low_rank_rank``).  Ctrl-C, and an
         exception of the log density, stop the run as in :func:`samplers.nuts`.
     """
     _check(draws, tune, chains, max_leapfrog_steps, target_accept, jitter, step_size,
-           trajectory_length, learning_rate)
+           trajectory_length, learning_rate, metric, adapt_metric)
     log_density = resolve(model)
     dim = dimension(log_density)
     entry = numba_entry(log_density)
     source = _gradient_source(log_density, entry, gradient)
-    ad = _adaptation(dim, seed, step_size, trajectory_length, inv_metric)
+    low_rank = metric == "low_rank"
+    if low_rank and source == "device":
+        raise ValueError("metric='low_rank' with gradient='device': the device's leapfrog "
+                         "steps have the diagonal metric only; use gradient='batch' or "
+                         "metric='diag'")
+    ad = _adaptation(dim, seed, step_size, trajectory_length, inv_metric,
+                     min(chains * tune, chees_low_rank.MAX_ROWS) if low_rank else 0)
+    adapt = LOW_RANK_METRIC if low_rank else DIAG_METRIC if adapt_metric else NO_METRIC
     iconf = np.array([tune, max_leapfrog_steps, HALTON if jitter == "halton" else UNIFORM,
-                      bool(adapt_metric)], dtype=np.int64)
+                      adapt], dtype=np.int64)
     fconf = np.array([target_accept, MAX_ENERGY_ERROR, learning_rate])
     schedule = warmup_schedule(tune, int(adapt_init_buffer), int(adapt_term_buffer),
                                int(adapt_window))
@@ -813,6 +922,8 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
         ens = ensemble_init(entry, dim, chains, seed, init)
         check_outputs(log_density, ens.q[0], log_likelihood)
         advance = _advance(log_density, entry, source, chains, dim)
+        if low_rank:
+            compile_estimate()  # called between the loop's calls
         import_lazy_modules()
         with interrupt.handling_sigint():  # nothing is imported (nor compiled) from here on
             raw, stats, n_done = _run(advance, ens, make_proposal(chains, dim), ad, schedule,
@@ -821,6 +932,7 @@ def chees(model, chains=64, draws=1000, tune=1000, seed=0, target_accept=TARGET_
             attrs = {"sampler": "chees", "seed": int(seed), "tune": int(tune),
                      "chains": int(chains), "step_size": float(ad.scalars[STEP]),
                      "trajectory_length": float(ad.scalars[LENGTH]), "jitter": jitter,
+                     "metric": metric, "low_rank_rank": int(ad.lr_counts[RANK]),
                      "gradient": source, "interrupted": int(n_done < tune + draws)}
             idata, missing = to_datatree(log_density, raw, stats, tune,
                                          save_warmup or n_done <= tune, None, attrs,

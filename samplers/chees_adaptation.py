@@ -39,7 +39,8 @@ Choices, each from a reference implementation:
   ``chees_adaptation``; the harmonic mean keeps the slowest chains moving).
 
 One departure, stated: the criterion is evaluated in the coordinates of the
-adapted diagonal metric, ``z_i = q_i / sqrt(inv_metric_i)``.  HMC with a
+adapted metric, ``z = M^{1/2} q`` (``z_i = q_i / sqrt(inv_metric_i)`` for a
+diagonal one).  HMC with a
 metric is identity-metric HMC on ``z``, so this is the paper's criterion for
 the target the sampler actually integrates; in the original coordinates the
 largest-scale parameters would dominate it.
@@ -202,15 +203,19 @@ def _centres(q0, qn, accept, diverging, m0, mn):
 
 
 @compiled
-def chees_gradient(q0, qn, vn, accept, diverging, inv_diag, time, m0, mn):
+def chees_gradient(q0, qn, vn, accept, diverging, metric, time, m0, mn):
     """Acceptance-weighted ChEES gradient with respect to ``log T`` (0 when no
     chain contributes).
 
     Per chain ``time * (|z' - mean z'|^2 - |z - mean z|^2) (z' - mean z') . dz'/dt``
-    in the metric's coordinates ``z = q / sqrt(inv_diag)`` (module docstring);
-    ``time = h_n T`` is the jittered trajectory time, the chain rule's factor
-    for ``d/d log T``.  ``m0`` and ``mn`` are (dim,) workspaces.
+    in the metric's coordinates ``z = M^{1/2} q`` (module docstring), so
+    ``|z|^2 = q' M q`` and ``z . dz/dt = q' M v``; for a diagonal metric
+    ``z = q / sqrt(inv_diag)``.  ``time = h_n T`` is the jittered trajectory
+    time, the chain rule's factor for ``d/d log T``.  ``metric`` is a
+    :class:`samplers.metric.Metric` (diagonal, or diagonal plus low rank);
+    ``m0`` and ``mn`` are (dim,) workspaces.
     """
+    inv_diag = metric.inv_diag
     chains, dim = q0.shape
     w_sum = _centres(q0, qn, accept, diverging, m0, mn)
     if not w_sum > 0.0:
@@ -225,6 +230,18 @@ def chees_gradient(q0, qn, vn, accept, diverging, inv_diag, time, m0, mn):
             d0 = q0[k, i] - m0[i]
             change += (dn * dn - d0 * d0) / inv_diag[i]
             along += dn * vn[k, i] / inv_diag[i]
+        # M's low-rank part: M = S^-2 + S^-2 W' (Lambda^-1 - I) W S^-2
+        # (samplers.chees_low_rank._metric_times), one direction at a time.
+        for j in range(metric.lr_vals.shape[0]):
+            wn, w0, wv = 0.0, 0.0, 0.0
+            for i in range(dim):
+                w = metric.lr_vecs[j, i] / inv_diag[i]
+                wn += w * (qn[k, i] - mn[i])
+                w0 += w * (q0[k, i] - m0[i])
+                wv += w * vn[k, i]
+            c = 1.0 / metric.lr_vals[j] - 1.0
+            change += c * (wn * wn - w0 * w0)
+            along += c * wn * wv
         g = time * change * along
         if math.isfinite(g):
             total += accept[k] * g

@@ -10,7 +10,8 @@ waiting for any, and fetches the ends once.  The host keeps what needs all
 chains or their RNG streams: momenta, Metropolis, adaptation, the draws.
 
 The arithmetic per chain is :func:`samplers.chees.drift` and
-:func:`samplers.chees.kick` with the diagonal metric (ChEES adapts no other),
+:func:`samplers.chees.kick` with the diagonal metric (``ld.chees`` refuses
+``metric="low_rank"`` with a device's steps),
 the energy from :func:`samplers.metric.hamiltonian` itself; a device that
 fuses multiply-adds rounds differently from the CPU in the last bits.
 """

@@ -193,5 +193,7 @@ def eigh(a, vals, vecs):
     rows = vecs.T.copy()  # eigenvectors as rows while QL rotates them
     _ql(rows, vals, e)
     _sort(rows, vals)
-    vecs[:, :] = rows.T
+    for i in range(n):  # a loop, not vecs[:, :] = rows.T: no shape-error code to compile
+        for j in range(n):
+            vecs[i, j] = rows[j, i]
     return True

@@ -48,16 +48,39 @@ UPDATE_FREQ = 20
 MAX_RANK = 100
 
 
+# The estimate is written with loops over C-contiguous arrays, one
+# signature per helper, no slice assignment, fancy indexing or broadcasting:
+# those pulled numba's shape-error formatting, argsort and a matrix product
+# per memory layout into its compile, 27 of the 34 CPU-seconds of the first
+# ``metric="low_rank"`` run after ``python -m logdens warmup`` (events of
+# benchmarks/bench_first_run.py --after-warmup --events --metric low_rank).
+
+
 @njit(**OPTIONS)
-def _scales(draws, grads, old):
-    """Per-coordinate ``s**2 = sqrt(var(x) / var(g))``, clamped; ``old`` where
-    that is not finite and positive (a coordinate that never moved), as
-    :func:`samplers.grad_adaptation.grad_var_estimate` does."""
-    out = old.copy()
-    for i in range(draws.shape[1]):
-        ratio = math.sqrt(draws[:, i].var() / grads[:, i].var())
-        if 0.0 < ratio < np.inf:
-            out[i] = min(max(ratio, VAR_MIN), VAR_MAX)
+def _standardize(draws, grads, old, x, g):
+    """Per-coordinate ``s**2 = sqrt(var(x) / var(g))``, clamped, or ``old`` where
+    that is not finite and positive (a coordinate that never moved, as
+    :func:`samplers.grad_adaptation.grad_var_estimate`); writes the centred
+    ``draws / s`` and ``grads * s`` into ``x`` and ``g``.  Returns ``s**2``."""
+    n, d = draws.shape
+    out = np.empty(d)
+    for i in range(d):
+        mx, mg = 0.0, 0.0
+        for r in range(n):
+            mx += draws[r, i]
+            mg += grads[r, i]
+        mx /= n
+        mg /= n
+        vx, vg = 0.0, 0.0
+        for r in range(n):
+            vx += (draws[r, i] - mx) ** 2
+            vg += (grads[r, i] - mg) ** 2
+        ratio = math.sqrt(vx / vg)
+        out[i] = min(max(ratio, VAR_MIN), VAR_MAX) if 0.0 < ratio < np.inf else old[i]
+        s = math.sqrt(out[i])
+        for r in range(n):
+            x[r, i] = (draws[r, i] - mx) / s
+            g[r, i] = (grads[r, i] - mg) * s
     return out
 
 
@@ -88,42 +111,88 @@ def _matmul(a, b):
 
 
 @njit(**OPTIONS)
-def _span(x, g):
-    """An orthonormal basis (d, m) of the span of the rows of ``x`` and ``g``
-    (for ``2 n < d``), from the eigenvectors of their Gram matrix (``m <= 2 n``,
-    directions whose singular value is below 1e-6 of the largest left out)."""
-    n = x.shape[0]
-    z = np.concatenate((x, g))
-    k = _matmul(z, z.T)
-    vals, vecs = np.empty(2 * n), np.empty((2 * n, 2 * n))
-    eigh(k, vals, vecs)
-    keep = np.flatnonzero(vals > vals[-1] * 1e-12)
-    return _matmul(z.T, vecs[:, keep]) / np.sqrt(vals[keep])
+def _transpose(a):
+    out = np.empty((a.shape[1], a.shape[0]))
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[j, i] = a[i, j]
+    return out
 
 
 @njit(**OPTIONS)
-def _fisher_covariance(xp, gp, gamma):
+def _span(x, g):
+    """An orthonormal basis (d, m) of the span of the rows of ``x`` and ``g``
+    (for ``2 n < d``), from the eigenvectors of their Gram matrix (``m <= 2 n``,
+    directions whose eigenvalue is below 1e-12 of the largest left out)."""
+    n, d = x.shape
+    z = np.empty((2 * n, d))
+    for r in range(n):
+        for i in range(d):
+            z[r, i] = x[r, i]
+            z[n + r, i] = g[r, i]
+    zt = _transpose(z)
+    vals, vecs = np.empty(2 * n), np.empty((2 * n, 2 * n))
+    eigh(_matmul(z, zt), vals, vecs)
+    first = 0  # eigenvalues ascend: keep those from ``first`` on
+    while first < 2 * n and not vals[first] > vals[2 * n - 1] * 1e-12:
+        first += 1
+    kept = np.empty((2 * n, 2 * n - first))
+    for r in range(2 * n):
+        for j in range(first, 2 * n):
+            kept[r, j - first] = vecs[r, j] / math.sqrt(vals[j])
+    return _matmul(zt, kept)
+
+
+@njit(**OPTIONS)
+def _fisher_covariance(xp, gp, gamma, cov):
     """The SPD ``C`` with ``C B C = A``, ``A = xp' xp / gamma + I``,
-    ``B = gp' gp / gamma + I``: with ``B = L L'``, ``C = L^{-T} (L' A L)^{1/2} L^{-1}``
-    (check: ``C B C = L^{-T} (L' A L) L^{-1} = A``), written ``Y Y'`` with
-    ``Y = L^{-T} V diag(nu^{1/4})`` from ``L' A L = V diag(nu) V'``."""
+    ``B = gp' gp / gamma + I``, into ``cov``: with ``B = L L'``,
+    ``C = L^{-T} (L' A L)^{1/2} L^{-1}`` (check: ``C B C = L^{-T} (L' A L) L^{-1} = A``),
+    written ``Y Y'`` with ``Y = L^{-T} V diag(nu^{1/4})`` from ``L' A L = V diag(nu) V'``.
+    Returns False when ``B`` is not numerically positive definite."""
     m = xp.shape[1]
     a, b = _gram(xp, xp, gamma), _gram(gp, gp, gamma)
     chol = np.zeros((m, m))
     if not cholesky_lower(b, chol):
-        return np.full((m, m), np.nan)
-    k = _matmul(_matmul(chol.T, a), chol)
-    nu, v = np.empty(m), np.empty((m, m))
-    if not eigh(k, nu, v):
-        return np.full((m, m), np.nan)
-    y = v * np.sqrt(np.sqrt(np.maximum(nu, 0.0)))
-    for j in range(m):  # back substitution: L' y = v diag(nu^{1/4})
+        return False
+    k = _matmul(_matmul(_transpose(chol), a), chol)
+    nu, y = np.empty(m), np.empty((m, m))
+    if not eigh(k, nu, y):
+        return False
+    for j in range(m):  # y = v diag(nu^{1/4}), then back substitution: L' y = that
+        root = math.sqrt(math.sqrt(max(nu[j], 0.0)))
+        for i in range(m):
+            y[i, j] *= root
         for i in range(m - 1, -1, -1):
             t = y[i, j]
             for r in range(i + 1, m):
                 t -= chol[r, i] * y[r, j]
             y[i, j] = t / chol[i, i]
-    return _matmul(y, y.T)
+    yy = _matmul(y, _transpose(y))
+    for i in range(m):
+        for j in range(m):
+            cov[i, j] = yy[i, j]
+    return True
+
+
+@njit(**OPTIONS)
+def _strongest(vals, cutoff, max_rank):
+    """Indices of the eigenvalues (ascending) outside ``[1 / cutoff, cutoff]``,
+    largest ``|log(lambda)|`` first, at most ``max_rank``: a merge from both ends."""
+    keep = np.empty(min(max_rank, vals.shape[0]), dtype=np.int64)
+    lo, hi, k = 0, vals.shape[0] - 1, 0
+    while k < keep.shape[0] and lo <= hi:
+        small, large = vals[lo] < 1.0 / cutoff, vals[hi] > cutoff
+        if not (small or large):
+            break
+        if large and (not small or math.log(vals[hi]) >= -math.log(vals[lo])):
+            keep[k] = hi
+            hi -= 1
+        else:
+            keep[k] = lo
+            lo += 1
+        k += 1
+    return keep[:k]
 
 
 @njit(**OPTIONS)
@@ -134,7 +203,7 @@ def low_rank_estimate(draws, grads, old_inv_diag, cutoff=EIGVAL_CUTOFF, gamma=GA
     Parameters
     ----------
     draws, grads : ndarray, shape (n, dim)
-        Positions and gradients of the log density there; ``n >= 2``.
+        Positions and gradients of the log density there; ``n >= 2``; C-contiguous.
     old_inv_diag : ndarray, shape (dim,)
         The current diagonal, kept for coordinates with no estimate.
     cutoff : float
@@ -153,28 +222,33 @@ def low_rank_estimate(draws, grads, old_inv_diag, cutoff=EIGVAL_CUTOFF, gamma=GA
         Eigenvalues ``Lambda``; NaN entries when the estimate failed (a
         matrix not numerically positive definite).
     """
-    inv_diag = _scales(draws, grads, old_inv_diag)
-    s = np.sqrt(inv_diag)
-    x = np.empty(draws.shape)
-    g = np.empty(grads.shape)
-    for i in range(draws.shape[1]):
-        x[:, i] = (draws[:, i] - draws[:, i].mean()) / s[i]
-        g[:, i] = (grads[:, i] - grads[:, i].mean()) * s[i]
+    n, d = draws.shape
+    x, g = np.empty((n, d)), np.empty((n, d))
+    inv_diag = _standardize(draws, grads, old_inv_diag, x, g)
     # With 2 n >= d the span is (almost surely) the whole space: no projection.
-    full = 2 * draws.shape[0] >= draws.shape[1]
+    full = 2 * n >= d
     basis = np.eye(1) if full else _span(x, g)
+    m = d if full else basis.shape[1]
+    cov = np.empty((m, m))
     if full:
-        cov = _fisher_covariance(x, g, gamma)
+        ok = _fisher_covariance(x, g, gamma, cov)
     else:
-        cov = _fisher_covariance(_matmul(x, basis), _matmul(g, basis), gamma)
-    m = cov.shape[0]
+        ok = _fisher_covariance(_matmul(x, basis), _matmul(g, basis), gamma, cov)
     vals, vecs = np.empty(m), np.empty((m, m))
-    if not eigh(cov, vals, vecs):
-        return inv_diag, np.zeros((1, draws.shape[1])), np.full(1, np.nan)
-    keep = np.flatnonzero((vals > cutoff) | (vals < 1.0 / cutoff))
-    keep = keep[np.argsort(-np.abs(np.log(vals[keep])), kind="mergesort")][:max_rank]
-    directions = vecs[:, keep] if full else _matmul(basis, vecs[:, keep])  # orthonormal columns
-    return inv_diag, np.ascontiguousarray((directions * s.reshape(-1, 1)).T), vals[keep]
+    if not (ok and eigh(cov, vals, vecs)):
+        return inv_diag, np.zeros((1, d)), np.full(1, np.nan)
+    keep = _strongest(vals, cutoff, max_rank)
+    chosen = np.empty((m, keep.shape[0]))
+    for r in range(m):
+        for j in range(keep.shape[0]):
+            chosen[r, j] = vecs[r, keep[j]]
+    directions = chosen if full else _matmul(basis, chosen)  # orthonormal columns
+    w, lam = np.empty((keep.shape[0], d)), np.empty(keep.shape[0])
+    for j in range(keep.shape[0]):
+        lam[j] = vals[keep[j]]
+        for i in range(d):
+            w[j, i] = directions[i, j] * math.sqrt(inv_diag[i])
+    return inv_diag, w, lam
 
 
 # Entries of a chain's ``lr_counts``: rows of draws stored, iteration of the

@@ -48,6 +48,8 @@ def entries(everything=False):
         Entry("NUTS, diagonal metric, Stan's warmup (adaptation='stan')",
               runner(kernel.NUTS, False, kernel.ADAPT_STAN)),
         Entry("NUTS, dense metric (metric='dense')", runner(kernel.NUTS, True, kernel.ADAPT_STAN)),
+        Entry("NUTS, low-rank metric (metric='low_rank'; its estimate serves ld.chees too)",
+              runner(kernel.NUTS, False, kernel.ADAPT_LOW_RANK)),
         Entry("static HMC (ld.hmc)", runner(kernel.HMC, False, kernel.ADAPT_NUTPIE)),
         Entry("ChEES-HMC (ld.chees)", chees_runner),
         Entry("ADVI (ld.advi)", lambda: (advi_kernel.steps_kernel(), advi_kernel.elbo_kernel())),

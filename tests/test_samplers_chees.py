@@ -11,12 +11,14 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 from logdens.samplers.chees import (MAX_ENERGY_ERROR, chees, chees_step, ensemble_init,
                                     make_proposal)
 from logdens.samplers.chees_adaptation import (chees_gradient, halton, harmonic_mean_accept,
                                               trajectory_init, trajectory_update)
 from logdens.samplers.diagnostics import SamplerWarning, bulk_ess
+from logdens.samplers.metric import Metric, diagonal_metric
 from test_samplers_targets import (EightSchools, NumbaTarget, PythonGaussian,
                                    correlated_gaussian, gaussian)
 
@@ -80,8 +82,8 @@ def test_chees_gradient_sign_on_exact_dynamics():
     for t, sign in ((0.8, 1.0), (2.3, -1.0)):
         q0, p = rng.normal(size=(k, d)), rng.normal(size=(k, d))
         qn, vn = q0 * math.cos(t) + p * math.sin(t), -q0 * math.sin(t) + p * math.cos(t)
-        g = chees_gradient(q0, qn, vn, np.ones(k), np.zeros(k, bool), np.ones(d), t,
-                           np.zeros(d), np.zeros(d))
+        g = chees_gradient(q0, qn, vn, np.ones(k), np.zeros(k, bool),
+                           diagonal_metric(np.ones(d), False), t, np.zeros(d), np.zeros(d))
         assert np.sign(g) == sign
 
 
@@ -204,3 +206,21 @@ def test_bad_arguments():
         with pytest.raises(ValueError):
             chees(target, progress=False, **kw)
     assert MAX_ENERGY_ERROR == 1000.0
+
+
+def test_chees_gradient_with_a_low_rank_metric_is_the_whitened_one():
+    # In the coordinates z = M^{1/2} q the criterion is the identity metric's.
+    rng = np.random.default_rng(0)
+    k, d = 16, 6
+    inv_diag = rng.uniform(0.5, 2.0, d)
+    u, _ = np.linalg.qr(rng.normal(size=(d, 2)))
+    vecs, vals = np.ascontiguousarray((u * np.sqrt(inv_diag)[:, None]).T), np.array([30.0, 0.2])
+    metric = Metric(inv_diag, np.eye(1), np.eye(1), False, vecs, vals)
+    root = scipy.linalg.sqrtm(np.linalg.inv(np.diag(inv_diag) + vecs.T @ np.diag(vals - 1) @ vecs))
+    q0, qn, vn = rng.normal(size=(3, k, d))
+    accept, div = rng.uniform(0.2, 1.0, k), np.zeros(k, bool)
+    g = chees_gradient(q0, qn, vn, accept, div, metric, 0.7, np.zeros(d), np.zeros(d))
+    z0, zn, zv = (np.ascontiguousarray(a @ root.real) for a in (q0, qn, vn))
+    unit = diagonal_metric(np.ones(d), False)
+    assert g == pytest.approx(chees_gradient(z0, zn, zv, accept, div, unit, 0.7, np.zeros(d),
+                                             np.zeros(d)), rel=1e-10)

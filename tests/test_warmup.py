@@ -154,3 +154,19 @@ def test_a_cached_function_whose_index_numba_did_not_write_is_reported(monkeypat
 
 def _cached_function(v):
     return v * 0.5
+
+
+def test_warmup_all_compiles_every_nuts_variant(monkeypatch):
+    """``--all`` compiles each metric's loop ``ld.nuts`` can ask for (the
+    low-rank one was missing: a first ``metric="low_rank"`` run after set-up
+    compiled it and its estimate)."""
+    from logdens.samplers import kernel, warmup
+    calls = []
+    monkeypatch.setattr(kernel, "chunk_runner", lambda *args: calls.append(args))
+    for entry in warmup.entries(everything=True):
+        if "NUTS" in entry.label:
+            entry.compile()
+    assert set(calls) == {(kernel.NUTS, False, kernel.ADAPT_NUTPIE),
+                          (kernel.NUTS, False, kernel.ADAPT_STAN),
+                          (kernel.NUTS, True, kernel.ADAPT_STAN),
+                          (kernel.NUTS, False, kernel.ADAPT_LOW_RANK)}
