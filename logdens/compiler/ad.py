@@ -103,7 +103,7 @@ class Builder:
             scope.values[key] = sweep
             return sweep
         if sweep is not None and self.needs_grad(node):
-            adjoint = ir.Value("a" + out.name, out.plate, (), node.label())
+            adjoint = out.adjoint()
             scope.records.append((out, adjoint, sweep))
             self.owner[out.name] = (scope, adjoint)
         return out
@@ -210,7 +210,7 @@ class Builder:
 
     def _lower_gather(self, node, out, scope, outer, at):
         source, index = node.children
-        k = self._position(scope, "gather", node.label(), at=at,
+        k = self._position(scope, "gather", node.label(), at=at, size=self.size(source),
                            array=ir.Buffer("index", self.layout.data_name(index)))
         return self.value(source, scope, outer, k)
 

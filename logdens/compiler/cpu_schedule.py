@@ -16,6 +16,21 @@ elements go into small buffers before the rows, the rows read and write only
 those buffers at their own row (so the loop over them vectorizes), and the
 products' transposes and the scatters of the gathered elements' adjoints run
 after them. No array of the data's length is made.
+
+``hoist_gathers``: a gathered elementwise expression of parameters
+(``(mu + sigma * z)[group]``) is computed once per element into a workspace
+by a map before the term's, and the rows read it at their position as they
+read a parameter (so ``row_blocks`` gathers it into a block's buffer). Its
+adjoint, a linear function of the expression's own adjoint, is not swept back
+in every row: the rows scatter that adjoint into a second workspace, and a
+map after the term's sweeps it back once per element. The pass finds the
+expression by data flow over the map's statements, not by node types: the
+statements that read only the gathered position, values outside the map
+and each other (the expression), and those that read only these and the
+expression's adjoints (its sweep); the one expression value the rest of the
+row reads is hoisted. Two annotations of the program make that a pass:
+a gather's ``ir.Index`` carries the length of what it gathers from (the
+element maps' plate), and ``ir.Value.adjoint`` names a value's adjoint.
 """
 
 from logdens.compiler import ir
@@ -196,3 +211,160 @@ def _with_unit_seed(s, seed):
     if isinstance(s, ir.Map):
         return s._replace(body=tuple(_with_unit_seed(x, seed) for x in s.body))
     return s
+
+
+def hoist_gathers(program):
+    """``program`` with the gathered expressions of its maps computed once per
+    element (see the module docstring); a sum's maps (``pair``) stay as they are."""
+    return program._replace(body=_hoisted(program.body))
+
+
+def _hoisted(body):
+    out = []
+    for s in body:
+        if isinstance(s, ir.When):
+            out.append(s._replace(body=_hoisted(s.body), otherwise=_hoisted(s.otherwise)))
+        elif isinstance(s, ir.Map) and not s.backward and s.pair is None:
+            out += _hoist(s)
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def _hoist(s):
+    """Map ``s`` as statements: the element maps of its gathered expressions,
+    the map reading them, and the maps sweeping their adjoints back."""
+    if any(isinstance(x, (ir.Map, ir.Blocked, ir.When)) for x in s.body):
+        return [s]
+    before, after = [], []
+    for index in [x for x in s.body if isinstance(x, ir.Index) and x.kind == "gather" and x.at == s.index]:
+        found = _expression(s, index.out)
+        if found is not None:
+            s, ahead, behind = _moved(s, index, *found)
+            before, after = before + ahead, behind + after
+    return before + [s] + after
+
+
+def _expression(s, k):
+    """``(root, expression, sweep)``: the statements of map ``s`` that compute a
+    value ``root`` from position ``k`` and values outside the map alone, and
+    those that sweep its adjoint back; None where there is no such value
+    worth hoisting (a parameter read alone, data alone) or the rest of the
+    row reads more of it than ``root``."""
+    positions, values, expression = {k.name}, {}, []
+    for x in s.body:
+        names = _names(x)
+        if isinstance(x, ir.Index) and names & positions and _within(x, positions):
+            positions.add(x.out.name)
+        elif not (isinstance(x, ir.Load) and names & positions and _within(x, positions) or isinstance(
+                x, (ir.Let, ir.Partial)) and names & values.keys() and _within(x, values.keys())):
+            continue
+        values.update({v.name: v for v in _writes(x) if v.name not in positions})
+        expression.append(x)
+    adjoints = {values[name].adjoint().name for name in values}
+    sweep, written = [], set()
+    for x in s.body:
+        if not isinstance(x, ir.Local) and _names(x) & (adjoints | written) and \
+                _within(x, positions | values.keys() | adjoints | written):
+            sweep.append(x)
+            written |= {w.name for w in _writes(x) if w.plate is not None}
+    rest = [x for x in s.body if not _among(x, expression + sweep)]
+    roots = {n for x in rest for n in _names(x)} & values.keys()
+    if len(roots) != 1:
+        return None
+    root = values[roots.pop()]
+    defined = next(x for x in expression if root in _writes(x))
+    loads = [x for x in _needed(expression, {root.name}) if isinstance(x, ir.Load)]
+    if not isinstance(defined, ir.Let) or all(x.buffer.kind == "data" for x in loads):
+        return None
+    moved = (adjoints | written) - {root.adjoint().name}
+    if any(not isinstance(x, ir.Local) and (_names(x) | {w.name for w in _writes(x)}) & moved for x in rest):
+        return None
+    first = next((n for n, x in enumerate(s.body) if sweep and x is sweep[0]), len(s.body))
+    if any(root.adjoint() in _writes(x) for x in s.body[first:] if not _among(x, sweep)):
+        return None  # (reverse mode sweeps a value back after every addition to its adjoint)
+    return root, expression, sweep
+
+
+def _moved(s, index, root, expression, sweep):
+    """``(s, before, after)``: map ``s`` reading ``root`` from a workspace the map
+    ``before`` fills, its adjoint scattered into one the map ``after`` sweeps back."""
+    k, j, size, name = index.out, f"j_{root.name}", index.size, f"h_{root.name}"
+    h, ah, adjoint = ir.Buffer("workspace", name), ir.Buffer("workspace", "a" + name), root.adjoint()
+
+    def element_map(statements):
+        return ir.Map(ir.Plate(name, size), j, tuple(_at_row(x, k, j, name) for x in statements))
+    before = [ir.Workspace(h, size), element_map(_needed(expression, {root.name}) + [ir.Store(h, ir.At(k), root)])]
+    locals_ = [x for x in s.body if isinstance(x, ir.Local) and x.out != adjoint and any(x.out in _writes(y) for y in sweep)]
+    body, after = [], []
+    for x in s.body:
+        if _among(x, expression):
+            body += [ir.Load(root, h, ir.At(k))] if root in _writes(x) else []
+        elif sweep and x is sweep[0]:
+            body.append(ir.Accumulate(ah, adjoint, "scatter", ir.At(k)))
+        elif not _among(x, sweep + locals_):
+            body.append(x)
+    if sweep:
+        needs = {n for x in sweep for n in _names(x)}
+        before += [ir.Workspace(ah, size), ir.Zero(ah)]
+        after = [element_map(_needed(expression, needs) + locals_ + [ir.Load(adjoint, ah, ir.At(k))] + sweep)]
+    return s._replace(body=tuple(body)), before, after
+
+
+def _among(x, statements):
+    return any(x is y for y in statements)
+
+
+def _reads(x):
+    """The values statement ``x`` reads (an accumulator it adds to included) and
+    the row names it reads at."""
+    out = []
+    for field, v in zip(x._fields, x):
+        if field in ("out", "outs"):
+            continue
+        for a in (v if type(v) is tuple else (v,)):
+            a = a.index if isinstance(a, ir.At) else a
+            if isinstance(a, ir.Value) or isinstance(a, str) and field in ("at", "row"):
+                out.append(a)
+    return out
+
+
+def _names(x):
+    return {a.name if isinstance(a, ir.Value) else a for a in _reads(x)}
+
+
+def _within(x, names):
+    """Whether statement ``x`` reads nothing but ``names`` and values outside the map."""
+    return all(a.plate is None or a.name in names if isinstance(a, ir.Value) else a in names for a in _reads(x))
+
+
+def _writes(x):
+    """The values statement ``x`` sets or adds to."""
+    outs = [getattr(x, "out", None)] + list(getattr(x, "outs", None) or ())
+    if isinstance(x, ir.Accumulate):
+        outs.append(x.dest)
+    return [o for o in outs if isinstance(o, ir.Value)]
+
+
+def _needed(statements, names):
+    """The statements of ``statements`` that values ``names`` are computed from, in order."""
+    keep, need = [], set(names)
+    for x in reversed(statements):
+        if {w.name for w in _writes(x)} & need:
+            keep.append(x)
+            need |= _names(x)
+    return keep[::-1]
+
+
+def _at_row(x, k, j, plate):
+    """Statement ``x`` at row ``j`` of element map ``plate`` where it was at
+    position ``k`` (an addition there is the row's own)."""
+    def moved(a):
+        if isinstance(a, ir.Value):
+            return j if a == k else a._replace(plate=plate) if a.plate is not None else a
+        if isinstance(a, ir.At):
+            return a._replace(index=moved(a.index))
+        return tuple(map(moved, a)) if type(a) is tuple else a
+    y = x._replace(**{field: moved(v) for field, v in zip(x._fields, x)})
+    own = isinstance(x, ir.Accumulate) and x.at is not None and x.at.index == k
+    return y._replace(kind="own_row") if own else y

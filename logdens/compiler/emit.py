@@ -245,9 +245,11 @@ class Emitter:
         return column_groups(size, lambda cols: transposed_group(X, product, cols, [sink(c) for c in cols]))
 
     def _blockgather(self, s):
-        ident = self.layout.data[s.index.name].ident
-        load = self.element(s.source, ir.At(f"i_{ident}[b0 + r]", s.base))
-        return ["for r in range(b1 - b0):", f"    {s.buffer.name}[r] = {load}"]
+        """Through a view of the block's indices: numba wraps a negative index, and
+        LLVM cannot tell ``b0 + r`` is not (``codegen.Lowering._value_gather``)."""
+        ident, view = self.layout.data[s.index.name].ident, f"view_{s.buffer.name}"
+        load = self.element(s.source, ir.At(f"{view}[r]", s.base))
+        return [f"{view} = i_{ident}[b0:b1]", "for r in range(b1 - b0):", f"    {s.buffer.name}[r] = {load}"]
 
     def _blockscatter(self, s):
         ident = self.layout.data[s.index.name].ident

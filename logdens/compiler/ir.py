@@ -78,6 +78,10 @@ class Value(NamedTuple):
         where = f"[{self.plate}]" if self.plate else ""
         return f"%{self.name}:f64{where}{list(self.event) if self.event else ''}"
 
+    def adjoint(self):
+        """The value reverse mode adds this value's adjoint into (``%a<name>``)."""
+        return Value("a" + self.name, self.plate, self.event, self.label)
+
 
 class Buffer(NamedTuple):
     """An array a program reads or adds into: ``theta``, ``grad``, ``lp`` (a
@@ -123,9 +127,9 @@ class Load(NamedTuple):
 
 
 class Index(NamedTuple):
-    """``kind``: ``gather`` (``array[at]``), ``shift`` (``node``'s slice start +
-    step * ``at`` on length ``size``) or ``element`` (``node``'s position on
-    length ``size``)."""
+    """``kind``: ``gather`` (``array[at]``, a position on length ``size``),
+    ``shift`` (``node``'s slice start + step * ``at`` on length ``size``) or
+    ``element`` (``node``'s position on length ``size``)."""
 
     out: Value
     kind: str
