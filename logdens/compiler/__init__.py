@@ -12,8 +12,8 @@ __all__ = ["NotLowered", "Program", "cpu_program", "gradient_program", "per_samp
 def cpu_program(model, layout, name="core", term=None):
     """The program ``name`` (``gradient_program``; ``pointwise`` or ``per_sample``
     of observed ``term``) with the CPU schedule's passes applied (per-sample
-    rows: none yet)."""
+    rows: their own gradients, so no pass that sums over rows: blocks alone)."""
     if name == "per_sample":
-        return per_sample_program(model, layout, term)
+        return row_blocks(per_sample_program(model, layout, term))
     program = pointwise_program(model, layout, term) if name == "pointwise" else gradient_program(model, layout, name)
     return assign_first(one_pass_sums(row_blocks(hoist_gathers(program))))

@@ -15,7 +15,10 @@ its rows runs in blocks of rows. Per block, the products and the gathered
 elements go into small buffers before the rows, the rows read and write only
 those buffers at their own row (so the loop over them vectorizes), and the
 products' transposes and the scatters of the gathered elements' adjoints run
-after them. No array of the data's length is made.
+after them. No array of the data's length is made. Per-sample rows the same:
+the block's output rows are zeroed before its rows, and the entries of its
+scalars, its products and its gathered elements written after them, each
+row into its own output row.
 
 ``hoist_gathers``: a gathered elementwise expression of parameters
 (``(mu + sigma * z)[group]``) is computed once per element into a workspace
@@ -63,6 +66,8 @@ def _blocked(s):
     at_gather = {x.out.name for x in s.body if isinstance(x, ir.Load) and _gathered(x.at, gathers)}
     if not at_gather and not any(isinstance(x, ir.Dot) and x.row == s.index for x in s.body):
         return s
+    if any(isinstance(x, (ir.Map, ir.When, ir.ConstrainAdjoint)) for x in s.body):
+        return s  # per-sample rows that sweep a sum or an event transform back in each row
     before, body, after, row = [], [], [], ir.At(s.index)
     for x in s.body:
         if isinstance(x, ir.Dot) and x.row == s.index:
@@ -82,13 +87,46 @@ def _blocked(s):
             adjoints = ir.Buffer("block", f"ag_{x.value.name}")
             body.append(ir.Store(adjoints, row, x.value))
             after.append(ir.BlockScatter(x.dest, gathers[x.at.index.name].array, adjoints, x.at.base))
+        elif _own_row(x, s.index) and isinstance(x, ir.Zero):
+            before.append(x)
+        elif _own_row(x, s.index) and isinstance(x, ir.Accumulate) and x.at.index is None:
+            adjoints = ir.Buffer("block", f"as_{x.value.name}")
+            body.append(ir.Store(adjoints, row, x.value))
+            after.append(ir.BlockScatter(x.dest, None, adjoints, x.at.base))
         else:
             body.append(x)
     used = {y.at.index.name for y in ir.walk(body) if isinstance(y, (ir.Load, ir.Accumulate))
             and y.at is not None and isinstance(y.at.index, ir.Value)}
     used |= {y.at.name for y in ir.walk(body) if isinstance(y, ir.Index) and isinstance(y.at, ir.Value)}
     body = [x for x in body if not (isinstance(x, ir.Index) and x.out.name in gathers and x.out.name not in used)]
+    before, after = _rows_assigned(before, body, after, s.index)
     return ir.Blocked(s.plate, s.index, tuple(before), tuple(body), tuple(after))
+
+
+def _rows_assigned(before, body, after, row):
+    """``(before, after)`` where a parameter's per-sample columns have one writer,
+    after the block's rows, that writes each once per row (a product's
+    transpose, a scalar's entry): it assigns them, and the zero of the block's
+    rows leaves them out (as ``assign_first`` for ``grad``)."""
+    zero = [x for x in before if isinstance(x, ir.Zero) and _own_row(x, row)]
+    if not zero:
+        return before, after
+    writers = {}
+    for x in list(ir.walk(body)) + after:
+        if _own_row(x, row):
+            writers.setdefault(x.dest.name, []).append(x)
+    kept = {name for name, (x, *more) in writers.items() if not more and any(x is y for y in after)
+            and (isinstance(x, ir.BlockProductAdjoint) or isinstance(x, ir.BlockScatter) and x.index is None)}
+    before = [x._replace(kept=tuple(sorted(kept))) if x is zero[0] else x for x in before]
+    return before, [x._replace(assign=True) if x.dest.name in kept and _own_row(x, row) else x for x in after]
+
+
+def _own_row(x, row):
+    """Whether ``x`` zeroes or adds into per-sample row ``row`` (a per-sample
+    row's zero runs for the block's rows before them; an entry of a scalar
+    parameter goes through a block buffer, written after them)."""
+    dest = x.buffer if isinstance(x, ir.Zero) else getattr(x, "dest", None)
+    return isinstance(dest, ir.Buffer) and dest.kind == "rows" and dest.row == row
 
 
 def _gathered(at, gathers):

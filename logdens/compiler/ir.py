@@ -308,17 +308,20 @@ class BlockProduct(NamedTuple):
 
 
 class BlockProductAdjoint(NamedTuple):
-    """``dest += matrix[block, :].T @ adjoints`` (times ``through``, a ``dconstrained`` buffer)."""
+    """``dest += matrix[block, :].T @ adjoints`` (times ``through``, a ``dconstrained``
+    buffer); a per-sample ``rows`` dest: row r's own gets ``adjoints[r] * matrix[r, :]``
+    (``assign``: its first writer, ``=``)."""
 
     dest: Buffer
     matrix: Buffer
     adjoints: Buffer
     length: Size
     through: Optional[Buffer] = None
+    assign: bool = False
 
     def __str__(self):
         chain = f" * {self.through}" if self.through is not None else ""
-        return f"accumulate {self.dest} += {self.matrix}[block, :].T @ {self.adjoints}{chain}"
+        return f"accumulate {self.dest} {'=' if self.assign else '+='} {self.matrix}[block, :].T @ {self.adjoints}{chain}"
 
 
 class BlockGather(NamedTuple):
@@ -334,15 +337,19 @@ class BlockGather(NamedTuple):
 
 
 class BlockScatter(NamedTuple):
-    """``dest[base + index[r]] += adjoints[r]`` for the block's rows (indices may repeat)."""
+    """``dest[base + index[r]] += adjoints[r]`` for the block's rows (indices may
+    repeat; ``index`` None: ``dest[base]``); a per-sample ``rows`` dest: into row r's own
+    (``assign``: its first writer, ``=``)."""
 
     dest: Buffer
-    index: Buffer
+    index: Optional[Buffer]
     adjoints: Buffer
     base: int = 0
+    assign: bool = False
 
     def __str__(self):
-        return f"accumulate {self.dest}[{self.index}[block]] += {self.adjoints}  (scatter)"
+        where = f"{self.index}[block]" if self.index is not None else self.base
+        return f"accumulate {self.dest}[{where}] {'=' if self.assign else '+='} {self.adjoints}  (scatter)"
 
 
 class Constrain(NamedTuple):
@@ -363,8 +370,8 @@ class Constrain(NamedTuple):
 
 
 class Zero(NamedTuple):
-    """``buffer[:] = 0.0``; for ``grad``, the parameters ``kept`` excepted (their
-    first writer assigns every entry: ``cpu_schedule.assign_first``)."""
+    """``buffer[:] = 0.0``; for ``grad`` or per-sample ``rows``, the parameters
+    ``kept`` excepted (their first writer assigns every entry: ``cpu_schedule``)."""
 
     buffer: Buffer
     kept: tuple = ()
