@@ -211,3 +211,22 @@ def test_a_parameter_gathered_alone_is_not_hoisted():
     program = cpu_program(*engine_model_density("positions"))
     stored = {x.buffer.name for x in program.statements() if isinstance(x, ir.Store) and x.buffer.kind == "workspace"}
     assert len(stored) == 1  # the gather of the gather's expression, (v[group] + x), alone
+
+
+def test_per_sample_rows_run_in_blocks_and_their_one_writers_assign():
+    """Per-sample rows of ``X @ beta + alpha`` in blocks, as ``core``'s: the block's
+    output rows are not zeroed for alpha and beta, whose one writer after the
+    rows (the product's transpose, alpha's entry) assigns them; a gathered
+    parameter's columns (z of the hierarchical model) are zeroed and added to."""
+    model, layout = engine_model_density("logistic")
+    program = cpu_program(model, layout, "per_sample", model.terms[-1])
+    blocked = next(s for s in program.body if isinstance(s, ir.Blocked))
+    zero = next(x for x in blocked.before if isinstance(x, ir.Zero))
+    assert zero.buffer.kind == "rows" and set(zero.kept) == {"alpha", "beta"}
+    assert {type(x) for x in blocked.after} == {ir.BlockProductAdjoint, ir.BlockScatter}
+    assert all(x.assign and x.dest.kind == "rows" for x in blocked.after)
+    model, layout = engine_model_density("hierarchical")
+    blocked = next(s for s in cpu_program(model, layout, "per_sample", model.terms[-1]).body
+                   if isinstance(s, ir.Blocked))
+    assert next(x for x in blocked.before if isinstance(x, ir.Zero)).kept == ("b", "log_sigma", "mu")
+    assert [x.assign for x in blocked.after if x.index is not None] == [False]  # z[group]: one column of z per row

@@ -245,9 +245,9 @@ class Emitter:
     def _row_writes(self, statements):
         """Per-sample rows' entries after a block's rows (``BlockScatter`` and
         ``BlockProductAdjoint`` into ``rows``): one loop over the block's rows,
-        each writing its own output row."""
+        each writing its own output row, its parameters in the row's order."""
         setup, body = [], []
-        for s in statements:
+        for s in sorted(statements, key=lambda s: self.layout.params[s.dest.name].offset):
             add = "=" if s.assign else "+="
             if isinstance(s, ir.BlockProductAdjoint):
                 scale = f" * dw_{self.ident(s.through.name)}[j]" if s.through is not None else ""
