@@ -18,7 +18,8 @@ products' transposes and the scatters of the gathered elements' adjoints run
 after them. No array of the data's length is made. Per-sample rows the same:
 the block's output rows are zeroed before its rows, and the entries of its
 scalars, its products and its gathered elements written after them, each
-row into its own output row.
+row into its own output row; rows not in blocks are zeroed all at once
+before the map (one pass over the output, not one per row).
 
 ``hoist_gathers``: a gathered elementwise expression of parameters
 (``(mu + sigma * z)[group]``) is computed once per element into a workspace
@@ -51,6 +52,9 @@ def _each(body):
             s = s._replace(body=_each(s.body), otherwise=_each(s.otherwise))
         elif isinstance(s, ir.Map) and not s.backward:
             s = _blocked(s)
+            if isinstance(s, ir.Map) and s.body and _own_row(s.body[0], s.index) and isinstance(s.body[0], ir.Zero):
+                out.append(ir.Zero(ir.Buffer("out", "out")))  # per-sample rows not in blocks: all at once
+                s = s._replace(body=s.body[1:])
         out.append(s)
     return tuple(out)
 
