@@ -24,7 +24,7 @@ from logdens.compiler import cpu_program, emit
 from logdens.expr import ModelWarning
 
 ROWS = 10 ** 7  #: the most entries per-sample rows are timed with (80 MB; a vector per row is n x n)
-MODELS = ["poisson", "normal", "potential", "bernoulli_logit", "logistic", "hierarchical"]
+MODELS = ["poisson", "normal", "potential", "bernoulli_logit", "logistic", "hierarchical", "hierarchical_sorted"]
 
 
 def turns(functions, rounds=21, budget=0.01):
