@@ -337,7 +337,8 @@ def _moved(s, index, root, expression, sweep):
     def element_map(statements):
         return ir.Map(ir.Plate(name, size), j, tuple(_at_row(x, k, j, name) for x in statements))
     before = [ir.Workspace(h, size), element_map(_needed(expression, {root.name}) + [ir.Store(h, ir.At(k), root)])]
-    locals_ = [x for x in s.body if isinstance(x, ir.Local) and x.out != adjoint and any(x.out in _writes(y) for y in sweep)]
+    locals_ = [x for x in s.body if isinstance(x, ir.Local) and x.out != adjoint
+               and any(x.out in _writes(y) for y in sweep)]
     body, after = [], []
     for x in s.body:
         if _among(x, expression):

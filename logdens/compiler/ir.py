@@ -321,7 +321,8 @@ class BlockProductAdjoint(NamedTuple):
 
     def __str__(self):
         chain = f" * {self.through}" if self.through is not None else ""
-        return f"accumulate {self.dest} {'=' if self.assign else '+='} {self.matrix}[block, :].T @ {self.adjoints}{chain}"
+        op = "=" if self.assign else "+="
+        return f"accumulate {self.dest} {op} {self.matrix}[block, :].T @ {self.adjoints}{chain}"
 
 
 class BlockGather(NamedTuple):
