@@ -177,3 +177,56 @@ def test_terms_not_lowered_yet_are_named():
     m.observe("y", ld.MvNormal(x, np.eye(3)), np.zeros(3))
     with pytest.raises(NotLowered, match="term 'y'"):
         m.compile().program()
+
+
+def test_a_gathered_expression_is_computed_once_per_element_and_swept_back_once():
+    """Hoisting (``cpu_schedule.hoist_gathers``): ``(mu + sigma * z)[group]`` is
+    computed by a map over z's elements into a workspace before the rows, the
+    rows gather it and scatter its adjoint, and a map after them sweeps the
+    adjoints back through the expression once per element."""
+    model, layout = engine_model_density("hierarchical")
+    body = cpu_program(model, layout).body
+    rows = next(k for k, s in enumerate(body) if isinstance(s, ir.Blocked))
+    fill, sweep = body[rows - 3], body[rows + 1]  # (the adjoints' workspace and its zero in between)
+    assert isinstance(fill, ir.Map) and isinstance(sweep, ir.Map) and fill.plate == sweep.plate
+    assert fill.plate.length == ir.Size("param", "z")  # z's elements, not the data's rows
+    assert [x.op for x in fill.body if isinstance(x, ir.Let)] == ["mul", "add"]
+    h = fill.body[-1].buffer
+    assert isinstance(fill.body[-1], ir.Store) and h.kind == "workspace"
+    blocked = body[rows]
+    assert [x.source for x in blocked.before] == [h]  # gathered like a parameter
+    assert not any(isinstance(x, (ir.Partial, ir.Let)) and x.op in ("mul", "add") and x.out.label.startswith("(mu")
+                   for x in blocked.body)
+    assert not any(isinstance(x, ir.Load) and x.buffer.kind == "theta" for x in blocked.body)
+    scattered = [x.dest for x in blocked.after if isinstance(x, ir.BlockScatter)]
+    assert scattered and scattered[0].kind == "workspace"
+    assert any(isinstance(x, ir.Load) and x.buffer == scattered[0] for x in sweep.body)
+    assert any(isinstance(x, ir.Store) and x.buffer.kind == "grad" and x.buffer.name == "z" for x in sweep.body)
+    value = cpu_program(model, layout, "value").body  # no gradient: the element map alone
+    assert sum(isinstance(s, ir.Map) for s in value) == 1 and sum(isinstance(s, ir.Workspace) for s in value) == 1
+
+
+def test_a_parameter_gathered_alone_is_not_hoisted():
+    """``w[index]`` (a parameter's own elements) has nothing to compute once per element."""
+    program = cpu_program(*engine_model_density("positions"))
+    stored = {x.buffer.name for x in program.statements() if isinstance(x, ir.Store) and x.buffer.kind == "workspace"}
+    assert len(stored) == 1  # the gather of the gather's expression, (v[group] + x), alone
+
+
+def test_per_sample_rows_run_in_blocks_and_their_one_writers_assign():
+    """Per-sample rows of ``X @ beta + alpha`` in blocks, as ``core``'s: the block's
+    output rows are not zeroed for alpha and beta, whose one writer after the
+    rows (the product's transpose, alpha's entry) assigns them; a gathered
+    parameter's columns (z of the hierarchical model) are zeroed and added to."""
+    model, layout = engine_model_density("logistic")
+    program = cpu_program(model, layout, "per_sample", model.terms[-1])
+    blocked = next(s for s in program.body if isinstance(s, ir.Blocked))
+    zero = next(x for x in blocked.before if isinstance(x, ir.Zero))
+    assert zero.buffer.kind == "rows" and set(zero.kept) == {"alpha", "beta"}
+    assert {type(x) for x in blocked.after} == {ir.BlockProductAdjoint, ir.BlockScatter}
+    assert all(x.assign and x.dest.kind == "rows" for x in blocked.after)
+    model, layout = engine_model_density("hierarchical")
+    blocked = next(s for s in cpu_program(model, layout, "per_sample", model.terms[-1]).body
+                   if isinstance(s, ir.Blocked))
+    assert next(x for x in blocked.before if isinstance(x, ir.Zero)).kept == ("b", "log_sigma", "mu")
+    assert [x.assign for x in blocked.after if x.index is not None] == [False]  # z[group]: one column of z per row

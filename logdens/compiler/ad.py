@@ -103,7 +103,7 @@ class Builder:
             scope.values[key] = sweep
             return sweep
         if sweep is not None and self.needs_grad(node):
-            adjoint = ir.Value("a" + out.name, out.plate, (), node.label())
+            adjoint = out.adjoint()
             scope.records.append((out, adjoint, sweep))
             self.owner[out.name] = (scope, adjoint)
         return out
@@ -210,7 +210,7 @@ class Builder:
 
     def _lower_gather(self, node, out, scope, outer, at):
         source, index = node.children
-        k = self._position(scope, "gather", node.label(), at=at,
+        k = self._position(scope, "gather", node.label(), at=at, size=self.size(source),
                            array=ir.Buffer("index", self.layout.data_name(index)))
         return self.value(source, scope, outer, k)
 
@@ -339,7 +339,7 @@ class Builder:
         statements), every adjoint swept back; with ``rows_out``, each row's log
         density stored in ``out`` (a pointwise log-likelihood) instead of added;
         with ``per_row``, the adjoints of the values outside the map swept back
-        in each row (``per_sample_program``)."""
+        in each row and no log density (``per_sample_program``)."""
         term = rules.rows_added(term, per_observation=rows_out or per_row)
         self.running = {}  # running sums are the term's own: filled in its outer, swept back after its rows
         lp = ir.Buffer("out", "out") if rows_out else ir.Buffer("lp", "lp")
@@ -360,7 +360,8 @@ class Builder:
                              for n, a in zip(spec.arg_names, term.args))
             row = self.new(loop, term.name, "lp")
             checked = spec.takes_x_valid and validate.value_checked(term)
-            loop.forward += [ir.Call((row,) + partials, spec, args, keep, checked), self._add(lp, row, loop.index)]
+            loop.forward += [ir.Call((row,) + partials, spec, args, keep, checked)]
+            loop.forward += [] if per_row else [self._add(lp, row, loop.index)]  # per-sample rows: gradients only
             seed = [s for a, v, r in zip(term.args, args, partials) if r is not None
                     for s in self.push(a, v, r, loop)]
         if loop is outer:
@@ -460,7 +461,8 @@ def pointwise_program(model, layout, term):
 
 def per_sample_program(model, layout, term):
     """``per_sample``: observed term ``term``'s gradient per observation, one row of
-    ``out`` (n_obs, dim) each, without priors or log-Jacobians: each row is
+    ``out`` (n_obs, dim) each, without priors or log-Jacobians (nor the log
+    density: the function returns 0.0, as the engine's returns nothing): each row is
     zeroed, its map's adjoints and those of the values outside it (swept back
     in every row: a sum inside the term costs n passes per row; the adjoints
     of running sums are zeroed per row) go into it, and an event transform's

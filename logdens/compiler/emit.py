@@ -25,6 +25,7 @@ class Emitter:
         self.layout = layout
         self.workspaces = {}
         self.block, self.views = None, {}  # in a map in blocks: its row, and views of the block
+        self.edge = None  # before or after a block's rows: the map's row
 
     def ident(self, name):
         return self.layout.params[name].ident
@@ -72,7 +73,7 @@ class Emitter:
         if buffer.kind == "rows":  # a per-sample row: its parameter's columns
             slot = self.layout.params[buffer.name]
             column = plus(slot.offset_code, self.arg(at.index)) if at.index is not None else slot.offset_code
-            return f"out[{buffer.row}, {column}]"
+            return f"out[{self.arg(buffer.row)}, {column}]"
         array, base = self.array(buffer)
         if at.index is None:
             return f"{array}[{base}]"
@@ -97,8 +98,11 @@ class Emitter:
         return out
 
     def _zero(self, s):
-        if s.buffer.kind == "rows":
-            return [f"out[{s.buffer.row}, :] = 0.0"]
+        if s.buffer.kind == "rows":  # before a block's rows: all of them; but the parameters ``kept``
+            row = 'b0:b1' if s.buffer.row == self.edge else self.arg(s.buffer.row)
+            if not s.kept:
+                return [f"out[{row}, :] = 0.0"]
+            return [f"out[{row}, {a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in s.kept)]
         if s.buffer.kind == "grad":  # but the parameters whose first writer assigns (``kept``)
             return [f"grad[{a}:{b}] = 0.0" for a, b in self.layout.spans(lambda p: p.name not in s.kept)]
         if s.buffer.kind == "aconstrained":  # an event transform's adjoints: a workspace of the gradient's only
@@ -218,10 +222,13 @@ class Emitter:
         self.block, self.views = s.index, {}
         rows = self.lines(s.body)
         views = [f"{view} = {code}" for view, code in self.views.values()]
-        self.block = None
+        self.block, self.edge = None, s.index
         inner = [f"b1 = min(b0 + {BLOCK}, {n})"] + views + self.lines(s.before)
         inner += [f"for {s.index} in range(b1 - b0):  # {s.plate.name}"] + indent(rows or ["pass"])
-        return lines + [f"for b0 in range(0, {n}, {BLOCK}):"] + indent(inner + self.lines(s.after))
+        rows_out = [x for x in s.after if x.dest.kind == "rows"]
+        inner += self.lines([x for x in s.after if x.dest.kind != "rows"]) + self._row_writes(rows_out)
+        self.edge = None
+        return lines + [f"for b0 in range(0, {n}, {BLOCK}):"] + indent(inner)
 
     def span(self, buffer):
         """Code of a parameter vector's constrained values (a view of ``theta``)."""
@@ -235,6 +242,28 @@ class Emitter:
         return [f"{s.buffer.name}[:b1 - b0] = 0.0"] + column_groups(
             size, lambda cols: product_group(X, s.buffer.name, cols))
 
+    def _row_writes(self, statements):
+        """Per-sample rows' entries after a block's rows (``BlockScatter`` and
+        ``BlockProductAdjoint`` into ``rows``): one loop over the block's rows,
+        each writing its own output row, its parameters in the row's order."""
+        setup, body = [], []
+        for s in sorted(statements, key=lambda s: self.layout.params[s.dest.name].offset):
+            add = "=" if s.assign else "+="
+            if isinstance(s, ir.BlockProductAdjoint):
+                scale = f" * dw_{self.ident(s.through.name)}[j]" if s.through is not None else ""
+                entry = self.element(s.dest._replace(row="b0 + r"), ir.At("j"))
+                adjoint = f"r_{s.adjoints.name}"  # a local: LLVM cannot tell ``out`` is not the buffer
+                body += [f"{adjoint} = {s.adjoints.name}[r]", f"for j in range({self.size(s.length)}):",
+                         f"    {entry} {add} {adjoint} * {self.matrix(s.matrix, 'b0 + r', 'j')}{scale}"]
+                continue
+            view = None
+            if s.index is not None:
+                view = f"view_{s.adjoints.name}"
+                setup.append(f"{view} = i_{self.layout.data[s.index.name].ident}[b0:b1]")
+            at = ir.At(f"{view}[r]" if view else None, s.base)
+            body.append(f"{self.element(s.dest._replace(row='b0 + r'), at)} {add} {s.adjoints.name}[r]")
+        return setup + ["for r in range(b1 - b0):"] + indent(body) if body else []
+
     def _blockproductadjoint(self, s):
         X, size = f"d_{self.layout.data[s.matrix.name].ident}", self.layout.params[s.dest.name].constrained_size
         product = s.adjoints.name[1:]  # transposed_group reads a<product>
@@ -245,13 +274,14 @@ class Emitter:
         return column_groups(size, lambda cols: transposed_group(X, product, cols, [sink(c) for c in cols]))
 
     def _blockgather(self, s):
-        ident = self.layout.data[s.index.name].ident
-        load = self.element(s.source, ir.At(f"i_{ident}[b0 + r]", s.base))
-        return ["for r in range(b1 - b0):", f"    {s.buffer.name}[r] = {load}"]
+        """Through a view of the block's indices: numba wraps a negative index, and
+        LLVM cannot tell ``b0 + r`` is not (``codegen.Lowering._value_gather``)."""
+        ident, view = self.layout.data[s.index.name].ident, f"view_{s.buffer.name}"
+        load = self.element(s.source, ir.At(f"{view}[r]", s.base))
+        return [f"{view} = i_{ident}[b0:b1]", "for r in range(b1 - b0):", f"    {s.buffer.name}[r] = {load}"]
 
     def _blockscatter(self, s):
-        ident = self.layout.data[s.index.name].ident
-        view = f"view_{s.adjoints.name}"
+        ident, view = self.layout.data[s.index.name].ident, f"view_{s.adjoints.name}"
 
         def entry(k):
             return lambda value: f"{self.element(s.dest, ir.At(k, s.base))} += {value}"
@@ -268,7 +298,7 @@ def _block_buffers(statement):
     """The block buffers a statement before or after a block's rows fills or reads."""
     if isinstance(statement, (ir.BlockProduct, ir.BlockGather)):
         return [statement.buffer]
-    return [statement.adjoints]
+    return [statement.adjoints] if isinstance(statement, (ir.BlockScatter, ir.BlockProductAdjoint)) else []
 
 
 def function(program, model, layout, jit=True):

@@ -78,6 +78,10 @@ class Value(NamedTuple):
         where = f"[{self.plate}]" if self.plate else ""
         return f"%{self.name}:f64{where}{list(self.event) if self.event else ''}"
 
+    def adjoint(self):
+        """The value reverse mode adds this value's adjoint into (``%a<name>``)."""
+        return Value("a" + self.name, self.plate, self.event, self.label)
+
 
 class Buffer(NamedTuple):
     """An array a program reads or adds into: ``theta``, ``grad``, ``lp`` (a
@@ -123,9 +127,9 @@ class Load(NamedTuple):
 
 
 class Index(NamedTuple):
-    """``kind``: ``gather`` (``array[at]``), ``shift`` (``node``'s slice start +
-    step * ``at`` on length ``size``) or ``element`` (``node``'s position on
-    length ``size``)."""
+    """``kind``: ``gather`` (``array[at]``, a position on length ``size``),
+    ``shift`` (``node``'s slice start + step * ``at`` on length ``size``) or
+    ``element`` (``node``'s position on length ``size``)."""
 
     out: Value
     kind: str
@@ -304,17 +308,21 @@ class BlockProduct(NamedTuple):
 
 
 class BlockProductAdjoint(NamedTuple):
-    """``dest += matrix[block, :].T @ adjoints`` (times ``through``, a ``dconstrained`` buffer)."""
+    """``dest += matrix[block, :].T @ adjoints`` (times ``through``, a ``dconstrained``
+    buffer); a per-sample ``rows`` dest: row r's own gets ``adjoints[r] * matrix[r, :]``
+    (``assign``: its first writer, ``=``)."""
 
     dest: Buffer
     matrix: Buffer
     adjoints: Buffer
     length: Size
     through: Optional[Buffer] = None
+    assign: bool = False
 
     def __str__(self):
         chain = f" * {self.through}" if self.through is not None else ""
-        return f"accumulate {self.dest} += {self.matrix}[block, :].T @ {self.adjoints}{chain}"
+        op = "=" if self.assign else "+="
+        return f"accumulate {self.dest} {op} {self.matrix}[block, :].T @ {self.adjoints}{chain}"
 
 
 class BlockGather(NamedTuple):
@@ -330,15 +338,19 @@ class BlockGather(NamedTuple):
 
 
 class BlockScatter(NamedTuple):
-    """``dest[base + index[r]] += adjoints[r]`` for the block's rows (indices may repeat)."""
+    """``dest[base + index[r]] += adjoints[r]`` for the block's rows (indices may
+    repeat; ``index`` None: ``dest[base]``); a per-sample ``rows`` dest: into row r's own
+    (``assign``: its first writer, ``=``)."""
 
     dest: Buffer
-    index: Buffer
+    index: Optional[Buffer]
     adjoints: Buffer
     base: int = 0
+    assign: bool = False
 
     def __str__(self):
-        return f"accumulate {self.dest}[{self.index}[block]] += {self.adjoints}  (scatter)"
+        where = f"{self.index}[block]" if self.index is not None else self.base
+        return f"accumulate {self.dest}[{where}] {'=' if self.assign else '+='} {self.adjoints}  (scatter)"
 
 
 class Constrain(NamedTuple):
@@ -359,8 +371,8 @@ class Constrain(NamedTuple):
 
 
 class Zero(NamedTuple):
-    """``buffer[:] = 0.0``; for ``grad``, the parameters ``kept`` excepted (their
-    first writer assigns every entry: ``cpu_schedule.assign_first``)."""
+    """``buffer[:] = 0.0``; for ``grad`` or per-sample ``rows``, the parameters
+    ``kept`` excepted (their first writer assigns every entry: ``cpu_schedule``)."""
 
     buffer: Buffer
     kept: tuple = ()
