@@ -1,4 +1,91 @@
+"""The test session's compile cache, and a report of what the run compiled.
+
+The whole run (every xdist worker and every subprocess a test starts, which
+inherit the environment) uses one logdens cache directory, so that tests
+that build the same model reuse its compiled kernels: ``$LOGDENS_CACHE_DIR``
+when it is set, else ``logdens`` in pytest's cache (``.pytest_cache``; a
+fresh clone starts cold, ``pytest --cache-clear`` empties it). It is pinned
+in ``pytest_configure``, not in a fixture: xdist starts its workers, and
+collection builds models, before the first fixture runs. A test that passes
+``cache_dir=`` or sets ``LOGDENS_CACHE_DIR`` itself (``monkeypatch``) keeps
+its own.
+
+At the end the terminal summary says how many kernel functions were compiled
+cold and how many came from numba's disk cache (``logdens.cache.COUNTS``,
+summed over the xdist workers), and how many numba cache files the run
+wrote, subprocesses included: in the pinned directory (kernels) and beside
+the package's own modules (the samplers' and distributions' functions).
+"""
+
+import collections
+import glob
 import os
+import shutil
 import sys
+import tempfile
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_DIRS = ("logdens", "samplers", "distributions")
+_BEFORE = pytest.StashKey()  # the numba cache files there before the run
+_COUNTS = pytest.StashKey()  # logdens.cache.COUNTS of every pytest process
+
+
+def _numba_files(directory):
+    """The numba cache data files (``*.nbc``) under ``directory``."""
+    return set(glob.glob(os.path.join(directory, "**", "*.nbc"), recursive=True))
+
+
+def _package_files():
+    return set().union(*(_numba_files(os.path.join(ROOT, d)) for d in PACKAGE_DIRS))
+
+
+def _session_dir(config):
+    """The pinned directory: pytest's cache, or (with the cache provider off)
+    a temporary directory removed at the end of the run."""
+    if getattr(config, "cache", None) is not None:
+        return str(config.cache.mkdir("logdens"))
+    path = tempfile.mkdtemp(prefix="logdens-tests-")
+    config.add_cleanup(lambda: shutil.rmtree(path, ignore_errors=True))
+    return path
+
+
+def pytest_configure(config):
+    if "workerinput" in config.__dict__:  # an xdist worker: the controller pinned it
+        return
+    os.environ.setdefault("LOGDENS_CACHE_DIR", _session_dir(config))
+    config.stash[_BEFORE] = (_numba_files(os.environ["LOGDENS_CACHE_DIR"]), _package_files())
+    config.stash[_COUNTS] = collections.Counter()
+
+
+def pytest_sessionfinish(session):
+    from logdens import cache
+    config = session.config
+    if "workerinput" in config.__dict__:
+        config.workeroutput["logdens_counts"] = dict(cache.COUNTS)
+    elif _COUNTS in config.stash:
+        config.stash[_COUNTS].update(cache.COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """An xdist worker's counts, added to the run's."""
+    node.config.stash[_COUNTS].update(getattr(node, "workeroutput", {}).get("logdens_counts", {}))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if _BEFORE not in config.stash:
+        return
+    directory = os.environ["LOGDENS_CACHE_DIR"]
+    kernels, package = config.stash[_BEFORE]
+    counts = config.stash[_COUNTS]
+    terminalreporter.write_sep("-", "logdens compile cache")
+    terminalreporter.write_line(
+        f"{directory}: {counts['compiled']} kernel functions compiled cold, {counts['loaded']} loaded "
+        f"from the disk cache, {counts['reused']} models reused in memory (pytest processes)")
+    terminalreporter.write_line(
+        f"numba cache files written (subprocesses included): {len(_numba_files(directory) - kernels)} "
+        f"kernels there, {len(_package_files() - package)} package functions (samplers, distributions)")
