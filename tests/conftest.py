@@ -40,6 +40,10 @@ def _numba_files(directory):
 
 
 def _package_files():
+    """numba's cache files of the package's own functions: beside its modules,
+    or all in ``$NUMBA_CACHE_DIR`` when that is set (kernels' included)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return _numba_files(os.environ["NUMBA_CACHE_DIR"])
     return set().union(*(_numba_files(os.path.join(ROOT, d)) for d in PACKAGE_DIRS))
 
 
@@ -86,6 +90,8 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_line(
         f"{directory}: {counts['compiled']} kernel functions compiled cold, {counts['loaded']} loaded "
         f"from the disk cache, {counts['reused']} models reused in memory (pytest processes)")
+    numba_dir = os.environ.get("NUMBA_CACHE_DIR")
     terminalreporter.write_line(
         f"numba cache files written (subprocesses included): {len(_numba_files(directory) - kernels)} "
-        f"kernels there, {len(_package_files() - package)} package functions (samplers, distributions)")
+        f"kernels there, {len(_package_files() - package)} "
+        + (f"in NUMBA_CACHE_DIR={numba_dir}" if numba_dir else "package functions (samplers, distributions)"))
