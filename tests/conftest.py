@@ -65,6 +65,15 @@ def pytest_configure(config):
     config.stash[_COUNTS] = collections.Counter()
 
 
+def pytest_collection_modifyitems(items):
+    """Files that hold ``slow`` tests first, each file's tests in their order:
+    xdist hands out whole files in this order (``--no-loadscope-reorder``;
+    its default puts files with few tests, such as the CUDA simulator's, last),
+    so the long files start early and short ones fill in beside them."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def pytest_sessionfinish(session):
     from logdens import cache
     config = session.config
