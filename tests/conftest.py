@@ -95,12 +95,12 @@ def pytest_terminal_summary(terminalreporter, config):
     directory = os.environ["LOGDENS_CACHE_DIR"]
     kernels, package = config.stash[_BEFORE]
     counts = config.stash[_COUNTS]
-    terminalreporter.write_sep("-", "logdens compile cache")
+    terminalreporter.write_sep("-", f"logdens compile cache: {directory}")
     terminalreporter.write_line(
-        f"{directory}: {counts['compiled']} kernel functions compiled cold, {counts['loaded']} loaded "
-        f"from the disk cache, {counts['reused']} models reused in memory (pytest processes)")
+        f"kernel functions in the pytest processes: {counts['compiled']} compiled cold, {counts['loaded']} "
+        f"loaded from a disk cache; {counts['reused']} models reused in memory")
     numba_dir = os.environ.get("NUMBA_CACHE_DIR")
     terminalreporter.write_line(
-        f"numba cache files written (subprocesses included): {len(_numba_files(directory) - kernels)} "
-        f"kernels there, {len(_package_files() - package)} "
+        f"numba cache files written by the run (subprocesses included): {len(_numba_files(directory) - kernels)} "
+        f"kernels in the pinned directory, {len(_package_files() - package)} "
         + (f"in NUMBA_CACHE_DIR={numba_dir}" if numba_dir else "package functions (samplers, distributions)"))
