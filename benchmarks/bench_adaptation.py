@@ -2,6 +2,13 @@
 
 Run: python benchmarks/bench_adaptation.py [--model poisson] [--seeds 1,2,3,4]
      [--tools logdens-stan,logdens-nutpie,numpyro,nutpie] [--fixed] [--metric diag]
+     python benchmarks/bench_adaptation.py --compare all --seeds 1,2,3
+
+``--compare``: gradients per effective draw (min bulk ESS over the free
+parameters), ESS per wall second and per CPU second of sampling (compile
+outside the clock) of logdens and nutpie, each with its diagonal and its
+low-rank metric (``metric="low_rank"``, nutpie's ``adaptation="low_rank"``;
+nutpie on PyMC's model), as a Markdown table of medians over the seeds.
 
 Tools: ``logdens-stan`` (Stan's windowed warmup, as NumPyro's), ``logdens-nutpie``
 (nutpie's warmup, :mod:`samplers.grad_adaptation`), ``logdens`` (the
@@ -38,6 +45,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -310,6 +318,190 @@ def mean_line(rows, tool):
           f"{np.std([r['grads_per_ess'] for r in mine], ddof=1) if len(mine) > 1 else 0:.2f})")
 
 
+
+# ----- the low-rank comparison (issue 39): --compare -----
+
+def correlated_logistic_data(n=2000, d=10, rho=0.9, seed=20261128):
+    """Logistic regression whose predictors are equicorrelated (``rho``): the
+    coefficients' posterior is strongly correlated."""
+    rng = np.random.default_rng(seed)
+    corr = np.full((d, d), rho) + (1 - rho) * np.eye(d)
+    X = rng.normal(size=(n, d)) @ np.linalg.cholesky(corr).T
+    beta = rng.normal(0.0, 0.5, size=d)
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(0.3 + X @ beta)))).astype(np.int64)
+    return {"X": X, "y": y}
+
+
+def dominant_gaussian_data(dim=100, seed=20261128):
+    """N(0, I + U diag(399, 99, 24) U'): unit scales and three dominant
+    correlated directions (a diagonal metric cannot see them)."""
+    u, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(dim, 3)))
+    cov = np.eye(dim) + u @ np.diag([399.0, 99.0, 24.0]) @ u.T
+    return {"A": np.linalg.inv(np.linalg.cholesky(cov)), "cov": cov}
+
+
+def gaussian_pymc(pm, data):
+    with pm.Model() as model:
+        x = pm.Flat("x", shape=data["A"].shape[1])
+        pm.Normal("zero", pm.math.dot(data["A"], x), 1.0, observed=np.zeros(len(data["A"])))
+    return model
+
+
+def eight_schools_centered_pymc(pm, data):
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        tau = pm.HalfCauchy("tau", 5)
+        theta = pm.Normal("theta", mu, tau, shape=8)
+        pm.Normal("y", theta, data["sigma"], observed=data["y"])
+    return model
+
+
+def hierarchical_data(n=1000, j1=20, j2=10, seed=20261128):
+    """Normal regression with two crossed group levels (20 and 10 groups)."""
+    rng = np.random.default_rng(seed)
+    g1, g2 = rng.integers(j1, size=n), rng.integers(j2, size=n)
+    x = rng.normal(size=n)
+    y = (1.0 + rng.normal(0, 0.7, j1)[g1] + rng.normal(0, 0.3, j2)[g2] + 0.5 * x
+         + rng.normal(0, 1.0, n))
+    return {"g1": g1, "g2": g2, "x": x, "y": y, "j1": j1, "j2": j2}
+
+
+def hierarchical_logdens(ld, data):
+    m = ld.Model()
+    g1, g2, x = m.data("g1", data["g1"]), m.data("g2", data["g2"]), m.data("x", data["x"])
+    alpha, b = m.param("alpha", ld.Normal(0, 5)), m.param("b", ld.Normal(0, 1))
+    s1, s2 = m.param("s1", ld.HalfNormal(1)), m.param("s2", ld.HalfNormal(1))
+    sigma = m.param("sigma", ld.HalfNormal(2))
+    z1 = m.param("z1", ld.Normal(0, 1), shape=data["j1"])
+    z2 = m.param("z2", ld.Normal(0, 1), shape=data["j2"])
+    m.observe("y", ld.Normal(alpha + (s1 * z1)[g1] + (s2 * z2)[g2] + b * x, sigma), data["y"])
+    return m
+
+
+def hierarchical_pymc(pm, data):
+    with pm.Model() as model:
+        alpha, b = pm.Normal("alpha", 0, 5), pm.Normal("b", 0, 1)
+        s1, s2 = pm.HalfNormal("s1", 1), pm.HalfNormal("s2", 1)
+        sigma = pm.HalfNormal("sigma", 2)
+        z1 = pm.Normal("z1", 0, 1, shape=data["j1"])
+        z2 = pm.Normal("z2", 0, 1, shape=data["j2"])
+        mu = alpha + (s1 * z1)[data["g1"]] + (s2 * z2)[data["g2"]] + b * data["x"]
+        pm.Normal("y", mu, sigma, observed=data["y"])
+    return model
+
+
+def gp_data(n=30, seed=20261128):
+    """GP regression: 30 inputs on [0, 10], f a draw of exp_quad(1.5, 2), noise 0.3."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 10, n))
+    k = 1.5**2 * np.exp(-0.5 * np.subtract.outer(x, x) ** 2 / 2.0**2) + 1e-9 * np.eye(n)
+    return {"x": x, "y": np.linalg.cholesky(k) @ rng.normal(size=n) + rng.normal(0, 0.3, n)}
+
+
+def gp_logdens(ld, data):
+    m = ld.Model()
+    alpha = m.param("alpha", ld.HalfNormal(2))
+    rho = m.param("rho", ld.InverseGamma(5, 5))
+    sigma = m.param("sigma", ld.HalfNormal(1))
+    k = ld.add_diag(ld.gp.exp_quad(m.data("x", data["x"]), alpha, rho), sigma**2)
+    m.observe("y", ld.MvNormal(0.0, scale_tril=ld.cholesky(k)), data["y"])
+    return m
+
+
+def gp_pymc(pm, data):
+    x = data["x"]
+    with pm.Model() as model:
+        alpha = pm.HalfNormal("alpha", 2)
+        rho = pm.InverseGamma("rho", 5, 5)
+        sigma = pm.HalfNormal("sigma", 1)
+        d2 = np.subtract.outer(x, x) ** 2
+        k = alpha**2 * pm.math.exp(-0.5 * d2 / rho**2) + sigma**2 * np.eye(len(x))
+        pm.MvNormal("y", mu=np.zeros(len(x)), cov=k, observed=data["y"])
+    return model
+
+
+#: Models of ``--compare``: name -> spec (as MODELS: data, builders, free parameters).
+COMPARE_MODELS = {
+    "eight_schools": bs.MODELS["eight_schools"],
+    "eight_schools_centered": dict(EXTRA_MODELS["eight_schools_centered"],
+                                   pymc=eight_schools_centered_pymc),
+    "logistic_correlated": dict(data=correlated_logistic_data, logdens=bs.logistic_logdens,
+                                pymc=bs.logistic_pymc, free=("alpha", "beta")),
+    "gaussian_100d": dict(data=dominant_gaussian_data, logdens=gaussian_logdens,
+                          pymc=gaussian_pymc, free=("x",)),
+    "hierarchical": dict(data=hierarchical_data, logdens=hierarchical_logdens,
+                         pymc=hierarchical_pymc,
+                         free=("alpha", "b", "s1", "s2", "sigma", "z1", "z2")),
+    "gp": dict(data=gp_data, logdens=gp_logdens, pymc=gp_pymc, free=("alpha", "rho", "sigma")),
+}
+#: Tools of ``--compare``: (sampler, metric or adaptation).
+COMPARE_TOOLS = (("logdens", "diag"), ("logdens", "low_rank"), ("nutpie", "diag"),
+                 ("nutpie", "low_rank"))
+
+
+def _timed(fn):
+    """``(result, wall seconds, CPU seconds of this process)``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _compare_row(idata, free, wall, cpu):
+    import arviz_stats
+
+    post = idata["posterior"]
+    post = post.to_dataset() if hasattr(post, "to_dataset") else post  # DataTree or Dataset
+    ess = arviz_stats.ess(post[list(free)], method="bulk")
+    min_ess = min(float(np.min(ess[name].values)) for name in free)
+    steps = float(np.sum(idata["sample_stats"]["n_steps"].values))
+    return {"grads_per_ess": steps / min_ess, "ess_wall": min_ess / wall,
+            "ess_cpu": min_ess / cpu, "min_ess": min_ess}
+
+
+def compare_one(tool, metric, density, nutpie_compiled, free, seed, tune, draws):
+    """One run of one tool: 4 chains on one thread; its row of statistics."""
+    import logdens as ld
+
+    if tool == "logdens":
+        run = lambda: ld.nuts(density, draws=draws, tune=tune, chains=4, cores=1,  # noqa: E731
+                              seed=seed, metric=metric, progress=False, log_likelihood=False)
+    else:
+        import nutpie
+        run = lambda: nutpie.sample(nutpie_compiled, draws=draws, tune=tune,  # noqa: E731
+                                    chains=4, cores=1, seed=seed, progress_bar=False,
+                                    adaptation=metric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short warmups and funnels warn; the table says it all
+        idata, wall, cpu = _timed(run)
+    return _compare_row(idata, free, wall, cpu)
+
+
+def compare(models, seeds, tune, draws):
+    """The table of ``--compare``: medians (and ranges) over seeds per model and tool."""
+    import logdens as ld
+    import nutpie
+    import pymc as pm
+
+    for name in models:
+        spec = COMPARE_MODELS[name]
+        data = spec["data"]()
+        density = spec["logdens"](ld, data).compile()
+        compiled = nutpie.compile_pymc_model(spec["pymc"](pm, data))
+        print(f"\n#### {name} ({density.dim} parameters)\n", flush=True)
+        print("| tool | grads / ESS (median, range) | ESS/s wall | ESS/s CPU | min ESS |")
+        print("|---|---|---|---|---|")
+        for tool, metric in COMPARE_TOOLS:
+            # An untimed short run: compiles (or loads from the caches) outside the clock.
+            compare_one(tool, metric, density, compiled, spec["free"], 0, 60, 20)
+            rows = [compare_one(tool, metric, density, compiled, spec["free"], s, tune, draws)
+                    for s in seeds]
+            med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+            lo, hi = (f(r["grads_per_ess"] for r in rows) for f in (min, max))
+            print(f"| {tool} {metric} | {med['grads_per_ess']:.1f} ({lo:.1f}-{hi:.1f}) | "
+                  f"{med['ess_wall']:.0f} | {med['ess_cpu']:.0f} | {med['min_ess']:.0f} |",
+                  flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="poisson", choices=list(bs.MODELS) + list(EXTRA_MODELS))
@@ -322,8 +514,15 @@ def main(argv=None):
     p.add_argument("--fixed-source", default="logdens", choices=("logdens", "nutpie"),
                    help="whose adapted step size and metric --fixed uses")
     p.add_argument("--core", type=int, default=sorted(os.sched_getaffinity(0))[0])
+    p.add_argument("--compare", default="",
+                   help="comma-separated models of COMPARE_MODELS (or 'all'): the table of "
+                   "logdens and nutpie, diag and low_rank, medians over --seeds")
     args = p.parse_args(argv)
     os.sched_setaffinity(0, {args.core})
+    if args.compare:
+        models = list(COMPARE_MODELS) if args.compare == "all" else args.compare.split(",")
+        compare(models, [int(s) for s in args.seeds.split(",")], args.tune, args.draws)
+        return
     import logdens as ld
 
     spec = {**bs.MODELS, **EXTRA_MODELS}[args.model]

@@ -20,6 +20,7 @@ from .cauchy import Cauchy
 from .chi_squared import ChiSquared
 from .dirichlet import Dirichlet
 from .dirichlet_multinomial import DirichletMultinomial
+from .discrete_uniform import DiscreteUniform
 from .exponential import Exponential
 from .gamma import Gamma
 from .gaussian_random_walk import GaussianRandomWalk
@@ -60,7 +61,7 @@ from .zero_sum_normal import ZeroSumNormal
 
 ALL = (
     Bernoulli, BernoulliLogit, Beta, BetaBinomial, Binomial, BinomialLogit, Cauchy,
-    ChiSquared, Exponential, Gamma, Geometric, Gumbel, HalfCauchy, HalfNormal,
+    ChiSquared, DiscreteUniform, Exponential, Gamma, Geometric, Gumbel, HalfCauchy, HalfNormal,
     HalfStudentT, HurdleNegativeBinomial, HurdlePoisson, InverseGamma, Laplace, LogNormal, Logistic,
     NegativeBinomial, NegativeBinomialLog, Normal, Pareto, Poisson, PoissonLog, Rayleigh, SkewNormal,
     StudentT, TruncatedNormal, Uniform, VonMises, Weibull, ZeroInflatedNegativeBinomial,

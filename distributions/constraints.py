@@ -8,11 +8,25 @@ a parameter's bounds may also be model expressions (``interval(0, 1 - alpha1)``,
 ``logdens.bounds``).
 """
 
+import numbers
 from typing import NamedTuple, Union
 
 import numpy as np
 
 Bound = Union[float, str, None, object]  # object: a model expression (logdens.bounds)
+
+
+class InvalidArgumentError(ValueError):
+    """An argument of a distribution violates its constraint."""
+
+
+def is_numeric(value):
+    """Whether ``value`` is a number or array (as opposed to a model expression)."""
+    if isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(is_numeric(v) for v in value)
+    return False
 
 
 class Constraint(NamedTuple):

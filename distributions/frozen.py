@@ -8,25 +8,11 @@ the offending index and value, and the violated condition.
 """
 
 import importlib
-import numbers
 
 import numpy as np
 
-from . import random, vectorize
-from .constraints import contains, describe
-
-
-class InvalidArgumentError(ValueError):
-    """An argument of a distribution violates its constraint."""
-
-
-def is_numeric(value):
-    """Whether ``value`` is a number or array (as opposed to a model expression)."""
-    if isinstance(value, (numbers.Number, np.ndarray, np.generic)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(is_numeric(v) for v in value)
-    return False
+from . import aliases, random, vectorize
+from .constraints import InvalidArgumentError, contains, describe, is_numeric  # noqa: F401 (their home was here)
 
 
 def _first_violation(name, value, mask):
@@ -51,7 +37,26 @@ def _named_bounds(constraint, numeric, ok):
     return shown
 
 
-class Distribution:
+class Spelled(type):
+    """The type of distribution classes: a call ``Normal(mu=0, sigma=1)`` binds
+    PyMC's and NumPyro's keyword spellings to the canonical ones
+    (``distributions.aliases``) before ``__new__`` and any class's ``__init__``
+    see them: the one place where every constructor's keywords pass, so the
+    table needs no code in the classes."""
+
+    def __call__(cls, *args, **kwargs):
+        if cls.spec is None:
+            return super().__call__(*args, **kwargs)
+        kwargs, notes = aliases.bind(cls, args, kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except InvalidArgumentError as error:
+            if not notes:
+                raise
+            raise InvalidArgumentError(f"{error} (computed as {'; '.join(notes)})") from None
+
+
+class Distribution(metaclass=Spelled):
     """Base of every public distribution class; ``spec`` says which one it is."""
 
     spec = None
@@ -74,13 +79,7 @@ class Distribution:
         names = self.spec.param_names
         if len(args) > len(names):
             raise TypeError(f"{self.spec.name} takes {len(names)} parameters {names}, got {len(args)}")
-        bound = dict(zip(names, args))
-        for key, value in kwargs.items():
-            if key not in names:
-                raise TypeError(f"{self.spec.name} has no parameter {key!r}; parameters are {names}")
-            if key in bound:
-                raise TypeError(f"{self.spec.name}: parameter {key!r} given twice")
-            bound[key] = value
+        bound = {**dict(zip(names, args)), **kwargs}  # keywords checked by Spelled.__call__
         missing = [n for n in names if n not in bound]
         if missing:
             raise TypeError(f"{self.spec.name}: missing parameter(s) {missing}")

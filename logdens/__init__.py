@@ -13,8 +13,8 @@ from logdens.distributions.constraints import (cholesky_corr, cholesky_cov, corr
                                                positive, positive_ordered, real, simplex, sum_to_zero,
                                                unit_interval, unit_vector)
 from logdens.expr import FUNCTIONS as _FUNCTIONS
-from logdens.expr import (ModelError, clip, cumsum, diag_pre_multiply, dot, inv_logit,  # noqa: F401
-                          log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
+from logdens.expr import (ModelError, ModelWarning, clip, cumsum, diag_pre_multiply, dot,  # noqa: F401
+                          inv_logit, log_softmax, logsumexp, matmul, mean, sigmoid, softmax, sum, transpose)
 from logdens import gp  # noqa: F401  (ld.gp.exp_quad, ...)
 from logdens.linalg import (add_diag, cholesky, cholesky_logdet, concatenate, diag,  # noqa: F401
                             solve_triangular, stack)
@@ -37,7 +37,7 @@ _DISTRIBUTED = ("map_fits", "nuts_distributed", "ShardedLogDensity", "fit_seeds"
 def __getattr__(name):
     """``ld.nuts``, ``ld.hmc``, ``ld.chees``, ``ld.find_map``, ``ld.laplace``, ``ld.pathfinder``,
     ``ld.advi``, ``ld.pointwise_log_likelihood``, ``ld.from_draws``,
-    ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``: imported on first use (they load ArviZ,
+    ``ld.sample_prior_predictive``, ``ld.sample_posterior_predictive``, ``ld.forecast``: imported on first use (they load ArviZ,
     the samplers their own kernels too); ``ld.map_fits``, ``ld.nuts_distributed``,
     ``ld.ShardedLogDensity``, ``ld.fit_seeds`` from ``logdens.distributed`` (Dask itself
     is imported when they run)."""
@@ -47,6 +47,9 @@ def __getattr__(name):
     if name in _PREDICTIVE:  # imports ArviZ on first use, as the samplers do
         from logdens import predictive
         return getattr(predictive, name)
+    if name == "forecast":
+        from logdens.forecasting import forecast
+        return forecast
     if name == "from_draws":
         from logdens.samplers.external_draws import from_draws
         return from_draws

@@ -35,6 +35,7 @@ import functools
 
 from logdens import expr as ex
 from logdens import rules, validate
+from logdens.compiler.ad import plate_source
 from logdens.cpu_blocks import BLOCK, column_groups, product_group, scatter, transposed_group
 from logdens.layout import module_alias
 from logdens.lines import Accumulator, Workspaces, indent, literal, plus, times
@@ -813,17 +814,6 @@ class Lowering:
             return
         for j, (node, var) in enumerate(zip(term.args, self.term_args)):
             loop.reverse += self._push(node, var, f"{result}[{j + 1}]", loop)
-
-
-def plate_source(node):
-    """The node whose length is non-scalar ``node``'s plate: a data array or a
-    parameter itself, the plate source of a child read at the node's rows,
-    or else the node (its built length)."""
-    if rules.rule(node).data or rules.rule(node).param:
-        return node
-    at_row = [c for c, access in zip(node.children, rules.rule(node).reads(node))
-              if access in rules.SAME_PLATE and c.shape != ()]
-    return plate_source(at_row[0]) if at_row else node
 
 
 def splits_rows(term):

@@ -55,7 +55,8 @@ import math
 
 from logdens import engine, rules
 from logdens import expr as ex
-from logdens.codegen import Lowering, plate_source, splits_rows
+from logdens.codegen import Lowering, splits_rows
+from logdens.compiler.ad import plate_source
 from logdens.lines import indent
 from logdens.rows import GridRows
 from logdens.shaped import thread_unsupported

@@ -266,6 +266,10 @@ class LogDensity:
         Data of a new length along a dim with coordinates needs new ones,
         ``coords={dim: values}`` (as in PyMC's ``set_data``). Calls in other
         threads meanwhile use the old data or the new, whole (``DataSet``).
+        An observed array with imputed missing entries (``logdens.missing``)
+        takes new values only where it had values: a NaN that appears or
+        disappears, or a new length, is a ``ModelError``; build and compile
+        the model again with the new data.
         """
         old = self._data
         self._data = self._new_data(arrays, coords, old.arrays, old.coords)
@@ -622,6 +626,16 @@ class LogDensity:
     def source(self):
         """The generated module's source code."""
         return self._source
+
+    def program(self):
+        """The lowered program of the log density and its gradient, with the CPU
+        schedule's passes (``logdens.compiler``): ``print(density.program())``
+        shows what is computed, one statement per line with the model's names,
+        as ``jax.make_jaxpr`` shows a JAX function. (The compiler is replacing
+        the engine's code generation step by step; it equals it at 1e-12.)"""
+        from logdens import engine
+        from logdens.compiler import cpu_program
+        return cpu_program(*engine.lower(self.model))
 
     def __repr__(self):
         """The model as a listing with the current data's shapes (``logdens.show``)."""

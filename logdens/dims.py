@@ -114,11 +114,28 @@ def check_sizes(coords, sizes, hint=""):
     ``set_data``). Raises a ModelError naming the variable, the dim and both
     lengths.
     """
+    stale = _stale_coords(coords, sizes)
+    if hint and len(stale) > 1:  # name every dim that needs new coords, not the first alone
+        found = "; ".join(f"{what} has length {n} along dim {dim!r}, whose coords have length {len(coords[dim])}"
+                          for dim, (what, n) in stale.items())
+        wanted = ", ".join(f"{dim!r}: values" for dim in stale)
+        raise ModelError(f"{found}: dims {list(stale)} need new coords: set_data(..., coords={{{wanted}}})")
     lengths = DimLengths(coords)
     for what, dims, shape in sizes:
         lengths.check(what, dims, shape, hint)
         lengths.record(what, dims, shape)
     return lengths
+
+
+def _stale_coords(coords, sizes):
+    """``{dim: (variable, length)}``: the dims with coords that a variable of
+    ``sizes`` now disagrees with (the first such variable per dim)."""
+    stale = {}
+    for what, dims, shape in sizes:
+        for dim, n in zip(dims or (), shape):
+            if dim in coords and n != len(coords[dim]):
+                stale.setdefault(dim, (what, n))
+    return stale
 
 
 def names(model):

@@ -330,14 +330,16 @@ def nuts_distributed(model, draws=1000, tune=1000, chains=4, seed=0, client=None
     cache_dir : str, optional
         The workers' cache directory.
 
-    The other parameters are :func:`ld.nuts`' (``adapt_*`` and
-    ``log_likelihood_max_bytes`` default to its defaults); ``init="pathfinder"``
-    runs Pathfinder here, before the chains are sent.
-
     Returns
     -------
     xarray.DataTree
         A chain whose worker dies runs again on another, as in :func:`map_fits`.
+
+    Notes
+    -----
+    The other parameters are :func:`ld.nuts`' (``adapt_*`` and
+    ``log_likelihood_max_bytes`` default to its defaults); ``init="pathfinder"``
+    runs Pathfinder here, before the chains are sent.
     """
     from logdens.samplers import kernel, sample
     from logdens.samplers.diagnostics import SamplerWarning, sampler_warnings

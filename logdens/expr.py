@@ -23,6 +23,10 @@ class ModelError(ValueError):
     """A model is malformed: a bad name, shape, index or data array."""
 
 
+class ModelWarning(UserWarning):
+    """Something in a model a user should know of: values it imputes, say."""
+
+
 #: How many levels of an expression ``label()`` shows: a shared sub-expression
 #: is written out at every use, so an unbounded label of an unrolled recursion
 #: has a length exponential in its depth.
@@ -323,20 +327,41 @@ def _index_text(part):
 
 
 def _index_array(part, what):
-    """``part`` of an index as the integer data array that gathers by it; a
-    ModelError naming the index (``what()``: the indexing as written) otherwise."""
+    """``part`` of an index as the integer data array that gathers by it, or a
+    vector of discrete labels (``mu[z]``: summed out, ``logdens.marginalize``);
+    a ModelError naming the index (``what()``: the indexing as written) otherwise."""
     array = as_expr(part)
+    if isinstance(array, Param) and array.constraint.integer and array.ndim == 1:
+        return array
     if not isinstance(array, Data) or not array.integer:
         raise ModelError(f"{what()}: index {_index_text(part)} must be an integer data array "
                          "(m.data(name, ints)), an integer or a slice")
     return array
 
 
+#: Columns up to which ``W[i, j]`` (two index arrays) is built from one gather per column.
+MAX_PAIRED_COLUMNS = 32
+
+
+def _paired(matrix, rows, columns):
+    """``matrix[rows, columns]`` as numpy pairs them: per row n, the element
+    ``matrix[rows[n], columns[n]]``. Built from nodes the engine has: column c
+    gathered by ``rows`` where ``columns`` is c (K gathers per row: hence
+    ``MAX_PAIRED_COLUMNS``), starting from row 0 gathered by ``columns``, never
+    chosen but a gather that checks ``columns`` against the column count as
+    every gather checks its index."""
+    picked = Gather(Take(matrix, 0, 0), columns)
+    for c in range(matrix.shape[1]):
+        picked = Ternary("where", Binary("eq", columns, Const(c)), Gather(Take(matrix, c, 1), rows), picked)
+    return picked
+
+
 def _take_tuple(node, index):
     """``x[:, j]`` and ``x[i, j]``: full slices and integer positions, one per
     axis; and, as numpy's, one integer data array after integers only
     (``ab[idx, 0]``, ``W[0, idx, :]``): the rest of the index first, whose
-    leading axis is then the array's, gathered by it (``ab[:, 0][idx]``)."""
+    leading axis is then the array's, gathered by it (``ab[:, 0][idx]``); or
+    two arrays as the two indices of a matrix, paired (``W[i, j]``, ``_paired``)."""
     def what():
         return f"{node.label()}[{', '.join(_index_text(part) for part in index)}]"
     if len(index) > node.ndim:
@@ -346,9 +371,12 @@ def _take_tuple(node, index):
         k = arrays[0]
         rows = _index_array(index[k], what)
         if len(arrays) > 1:
-            raise ModelError(f"{what()}: one integer array per index (numpy would pair them elementwise); "
-                             "for elements [i, j] of a matrix index its flattened values: "
-                             f"{node.label()}.reshape(-1)[k] with integer data k = i * {node.shape[-1]} + j")
+            if arrays == [0, 1] and node.ndim == 2 and node.shape[1] <= MAX_PAIRED_COLUMNS:
+                return _paired(node, rows, _index_array(index[1], what))
+            raise ModelError(f"{what()}: two integer arrays pair elementwise only as the two indices of a "
+                             f"matrix of at most {MAX_PAIRED_COLUMNS} columns; for elements [i, j] of a larger "
+                             f"one index its flattened values: {node.label()}.reshape(-1)[k] with integer "
+                             f"data k = i * {node.shape[-1]} + j")
         if not all(_is_int(part) for part in index[:k]):
             raise ModelError(f"{what()}: an integer data array comes first or after integers only: its "
                              "axis is the rows of the result, and rows of data lead; for a matrix, "
@@ -415,6 +443,8 @@ class Param(Expr):
 def frozen_array(value, what):
     """A read-only copy of a numeric, real array: a model keeps the data it was
     given, whatever the caller later does to its own array."""
+    if np.ma.is_masked(value):  # masked entries are missing values, NaN (logdens.missing)
+        value = np.ma.filled(value.astype(float), np.nan)
     array = np.array(value, copy=True)
     if np.iscomplexobj(array):
         raise ModelError(f"{what}: complex data are not supported (dtype {array.dtype})")

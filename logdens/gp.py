@@ -25,6 +25,9 @@ differentiated.
 For large n, ``hsgp_basis`` and the spectral densities (``exp_quad_spd``,
 ``matern32_spd``, ``matern52_spd``) give the Hilbert-space approximation:
 a basis-function regression with no matrix factor.
+
+``Marginal`` (``logdens.gp_marginal``) is a GP regression with f integrated
+out and its conditional at new inputs, for predictions.
 """
 
 import math
@@ -118,7 +121,7 @@ def periodic(x, alpha, rho, period):
     return GPCov("periodic", *(ex.as_expr(a) for a in (x, alpha, rho, period)))
 
 
-def hsgp_basis(x, m, c=1.5):
+def hsgp_basis(x, m, c=1.5, train=None):
     """The Hilbert-space approximation of a stationary GP on 1-D inputs (Solin and
     Särkkä 2020; Riutort-Mayol et al. 2023, as PyMC's ``HSGP`` and Stan's case
     study): ``(phi, sqrt_eigenvalues)``, numpy arrays of shapes (n, m) and (m,).
@@ -130,28 +133,44 @@ def hsgp_basis(x, m, c=1.5):
     f = phi @ (sqrt(S) * beta), beta ~ Normal(0, 1), costs n m per gradient
     instead of a Cholesky factor's n^3 / 3. ``c`` of 1.5 to 2 and m of 20 to 40
     suit length scales down to about a tenth of the inputs' range.
+
+    For predictions at new inputs, pass the inputs the model was fit on as
+    ``train``: center and L are then theirs, so the basis functions are the
+    same functions (a basis of the new inputs alone has other ones, and f at
+    them would be another function); ``set_data`` the result. New inputs must
+    lie inside [center - L, center + L], where the basis lives.
     """
     x = np.asarray(x, dtype=float)
-    if x.ndim != 1 or m < 1 or c <= 1.0:
-        raise ModelError(f"hsgp_basis: needs 1-D inputs, m >= 1 and c > 1, got shape {x.shape}, m={m}, c={c}")
-    _check_hsgp_inputs(x)
-    centered = x - 0.5 * (x.min() + x.max())
-    half = c * np.max(np.abs(centered))
+    domain = x if train is None else np.asarray(train, dtype=float)
+    if x.ndim != 1 or domain.ndim != 1 or m < 1 or c <= 1.0:
+        raise ModelError(f"hsgp_basis: needs 1-D inputs, m >= 1 and c > 1, got shape {x.shape}"
+                         f"{'' if train is None else f' (train: {domain.shape})'}, m={m}, c={c}")
+    _check_hsgp_inputs(domain)
+    center = 0.5 * (domain.min() + domain.max())
+    half = c * np.max(np.abs(domain - center))
+    if train is not None:
+        _check_hsgp_inputs(x, spans=False)
+        inside = np.abs(x - center) <= half
+        if not np.all(inside):
+            raise ModelError(f"hsgp_basis: {_first_violation('x', x, inside)}, outside the basis' domain "
+                             f"[{center - half!r}, {center + half!r}] (c={c} times the training inputs' half-range "
+                             "around their center); fit with a larger c to predict that far out")
     sqrt_eigenvalues = np.arange(1, m + 1) * np.pi / (2.0 * half)
-    phi = np.sin(sqrt_eigenvalues * (centered[:, None] + half)) / np.sqrt(half)
+    phi = np.sin(sqrt_eigenvalues * (x[:, None] - center + half)) / np.sqrt(half)
     return phi, sqrt_eigenvalues
 
 
-def _check_hsgp_inputs(x):
-    """A ``ModelError`` unless ``x`` is finite and spans a range: the basis lives
-    on [-L, L] with L = c max|x - center|, which a constant ``x`` makes 0 (and
-    every basis function NaN)."""
+def _check_hsgp_inputs(x, spans=True):
+    """A ``ModelError`` unless ``x`` is finite and (with ``spans``: the inputs that
+    fix the domain) spans a range: the basis lives on [-L, L] with
+    L = c max|x - center|, which a constant ``x`` makes 0 (and every basis
+    function NaN)."""
     if x.size == 0:
         raise ModelError("hsgp_basis: x is empty; pass the inputs the GP is evaluated at")
     finite = np.isfinite(x)
     if not np.all(finite):
         raise ModelError(f"hsgp_basis: {_first_violation('x', x, finite)}, must be finite")
-    if x.min() == x.max():
+    if spans and x.min() == x.max():
         raise ModelError(f"hsgp_basis: every input is {float(x[0])!r}: the basis spans [-L, L], L = c max|x - center| "
                          "= 0; a GP over one point needs no basis (its value there is Normal(0, alpha^2))")
 
@@ -303,3 +322,6 @@ def cov_reverse_ard(kind, x, n, dim, alpha, rho, K, aK, d_rho):
     for k in range(dim):
         d_rho[k] *= alpha * alpha / (rho[k] * rho[k] * rho[k])
     return 2.0 * d_alpha / alpha
+
+
+from logdens.gp_marginal import Marginal  # noqa: E402,F401  (ld.gp.Marginal: needs the module above loaded)

@@ -56,7 +56,7 @@ def variables(model):
 
         for root in roots:
             for node in ex.nodes(root, stop):
-                if isinstance(node, (ex.Param, ex.Data)) and node.name not in (None, own):
+                if isinstance(node, (ex.Param, ex.Data)) and node.name not in (None, own, *model.imputed):
                     found.append(node.name)
         return sorted(set(found), key=order.__getitem__)  # in model order, each once
 
@@ -67,10 +67,11 @@ def variables(model):
         out.append((name, "param", _label(term) if term else "Flat", node.shape,
                     parents([*(_arguments(term) if term else ()), *bounds], name)))
     for name, node in model.data_nodes.items():
-        if name not in observed:
+        if name not in observed and name not in model.imputed:  # imputed: the deterministic of its name
             out.append((name, "data", "Data", node.shape, []))
     for name, e in model.deterministics.items():
-        out.append((name, "deterministic", "Deterministic", e.shape, parents([e], own_node=e)))
+        joins = [f"{name}_observed"] if name in model.imputed else []  # as PyMC draws it (logdens.missing)
+        out.append((name, "deterministic", "Deterministic", e.shape, parents([e], own_node=e) + joins))
     for term in model.terms:
         if term.name in observed:
             shape = (term.mixture.x if term.mixture else term.value).shape

@@ -12,7 +12,7 @@ import numpy as np
 from logdens.distributions.frozen import Distribution
 from logdens import bounds
 from logdens import dims as dimensions
-from logdens import transforms
+from logdens import marginalize, missing, transforms
 from logdens.expr import FUNCTIONS, Data, Expr, ModelError, Param, as_expr, frozen_array, kernel_plate
 from logdens.expr import sum as expr_sum
 from logdens.mixture import Mixture
@@ -106,6 +106,7 @@ class Model:
         self.data_nodes = {}      # name -> Data
         self.deterministics = {}  # name -> Expr
         self.terms = []
+        self.imputed = {}         # observed data name -> missing.Imputed: its missing entries
         self.coords = {}          # dim name -> read-only 1-D array of its values
         self.dims = {}            # variable or observed term name -> tuple of dim names
         self._names = {}          # name -> what holds it ("parameter", "data", ...)
@@ -142,7 +143,9 @@ class Model:
         """A parameter with an optional prior (no prior: flat, improper).
 
         The constraint defaults to the prior's support (``real`` without a
-        prior); an explicit ``constraint`` overrides it. ``dims`` name its
+        prior); an explicit ``constraint`` overrides it. A prior of finite
+        discrete support makes a discrete parameter, summed out when the
+        model is compiled (``logdens.marginalize``). ``dims`` name its
         axis (PyMC's rule: without ``shape`` the dims' coords give the
         shape; with both, they must agree).
         """
@@ -171,7 +174,10 @@ class Model:
                 if isinstance(bound, Expr):
                     self._check_own(bound, f"{what}: its bound")
             bounds.check(constraint, shape, what)
-        self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
+        if constraint.integer and prior is not None and not mixture:  # summed out (logdens.marginalize)
+            self.transforms[name] = marginalize.support(name, prior, constraint)
+        else:
+            self.transforms[name] = transforms.for_constraint(constraint, f"parameter {name!r}")
         if self.transforms[name].event:
             self.transforms[name].check_shape(shape, what)
         node = Param(name, shape, constraint)
@@ -214,18 +220,34 @@ class Model:
         self._set_dims(name, what, dims, expr.shape)
         return self.deterministics[name]
 
-    def observe(self, name, dist, value, dims=None):
+    def observe(self, name, dist, value=None, dims=None, *, observed=None):
         """Observed data ``value`` (an array, becoming data named ``name``, or a data expression).
 
+        ``observed=`` is PyMC's spelling of ``value``: give one of them.
         ``dims`` name the observations' axis in ``log_likelihood`` and
         ``observed_data``; by default an observed named data array's dims.
+
+        Missing entries of an array (NaN, or masked in a numpy masked array)
+        are imputed as PyMC does (``logdens.missing``): they become the
+        parameter ``<name>_unobserved``, the present ones the observed term
+        ``<name>_observed``, and ``<name>`` a deterministic of the data with
+        the imputed values, which ``observe`` returns (for other terms to
+        read: an imputed predictor). ``set_data`` cannot change which entries
+        are missing: compile the model again for that.
         """
         what = f"observe {name!r}"
+        if (value is None) == (observed is None):
+            raise ModelError(f"{what}: give the observed data once, as the third argument or as observed= "
+                             f"(PyMC's spelling); got {'both' if value is not None else 'neither'}")
+        value = observed if value is None else value
         if not isinstance(dist, (Distribution, Mixture)):
             raise ModelError(f"{what}: expected a distribution, got {dist!r}")
         dims = dimensions.as_dims(dims, what)
         if not isinstance(dist, Mixture) and dist.spec.multivariate:
             _check_fixed_event(dist, tuple(np.shape(value)) if not isinstance(value, Expr) else value.shape, what)
+        mask = missing.missing_mask(value, what)
+        if mask is not None:
+            return missing.impute(self, name, dist, value, mask, dims)
         if isinstance(value, Expr):
             check_name(name, "observed term")
             if value.depends_on_params():
@@ -306,6 +328,7 @@ class Model:
         copy.params, copy.transforms = dict(self.params), dict(self.transforms)
         copy.data_nodes, copy.deterministics = dict(self.data_nodes), dict(self.deterministics)
         copy.terms, copy._names = tuple(self.terms), dict(self._names)
+        copy.imputed = dict(self.imputed)
         copy.coords, copy.dims = dict(self.coords), dict(self.dims)
         copy._lengths = self._lengths.copy(copy.coords)
         return copy
@@ -327,6 +350,10 @@ class Model:
     def compile(self, backend="cpu", cache_dir=None, parallel=False, dtype=None):
         """Generate, compile (or load from the disk cache) and return a ``LogDensity``.
 
+        Discrete parameters (a finite support: ``ld.DiscreteUniform``,
+        ``ld.Categorical``, ``ld.Bernoulli`` priors) are summed out first
+        (``logdens.marginalize``); the samplers recover their draws.
+
         ``parallel=True`` makes ``log_density_gradient`` split each term's
         plate into fixed chunks over threads, for large data. Elements at a
         chunk's own index are written directly; other gradient entries go
@@ -341,10 +368,18 @@ class Model:
         int32): half the bytes a large model's evaluation reads, with the
         arithmetic still in float64 (see ``CudaLogDensity``); the default,
         ``dtype=None``, is float64. Other backends take no ``dtype``.
+
+        Warns (``ModelWarning``, once per model) of a parameter whose values can
+        leave the constraint of a distribution argument it is (a real parameter
+        as a scale) and of a parameter with no prior on an unbounded set
+        (``logdens.model_warnings``).
         """
+        from logdens import model_warnings
+        model_warnings.warn(self)
         from logdens.engine import compile_model
-        return compile_model(self.snapshot(), backend=backend, cache_dir=cache_dir, parallel=parallel,
-                             dtype=dtype)
+        lowered, marginals = marginalize.rewrite(self.snapshot())  # discrete parameters summed out
+        density = compile_model(lowered, backend=backend, cache_dir=cache_dir, parallel=parallel, dtype=dtype)
+        return marginalize.attach(density, marginals) if marginals else density
 
 
 def _check_fixed_event(prior, shape, what):

@@ -32,12 +32,12 @@ import warnings
 
 import numpy as np
 
-from logdens import bounds, rules, validate
+from logdens import bounds, gp, rules, validate
 from logdens.distributions import random
 from logdens.distributions.constraints import contains, resolve_bounds
 from logdens.distributions.frozen import InvalidArgumentError
 from logdens.evaluate import evaluate
-from logdens.expr import Expr, ModelError, as_expr
+from logdens.expr import Data, Expr, ModelError, as_expr, nodes
 from logdens.layout import Layout
 from logdens.mixture import Mixture
 from logdens.model import Model
@@ -267,6 +267,25 @@ def _draw_observed(source, values, n, state, names, what):
     return out
 
 
+def _refuse_gp_at_new_inputs(term, source, what):
+    """A ``ModelError`` for a term whose distribution reads a GP covariance
+    (``ld.gp.exp_quad``, ...) of data that ``set_data`` changed: its posterior
+    predictive draws would be the GP's prior at the new inputs, ignoring the
+    observed values (the posterior holds the hyperparameters, not f). Prior
+    predictive draws there are the prior, as they should be."""
+    for node in (n for arg in term.args[1:] for n in nodes(arg) if isinstance(n, gp.GPCov)):
+        for leaf in nodes(node.children[0]):
+            if isinstance(leaf, Data) and leaf.name is not None and not (
+                    np.shape(source.data[leaf.name]) == np.shape(leaf.value)
+                    and np.array_equal(source.data[leaf.name], leaf.value)):
+                raise ModelError(
+                    f"{what}: term {term.name!r} reads the GP covariance {node.label()} of data {leaf.name!r}, "
+                    "which set_data changed: its draws would come from the GP's prior at the new inputs, not "
+                    f"from its conditional on the observed {term.name!r}. For predictions at new inputs, write "
+                    "the GP as gp = ld.gp.Marginal(cov_func); gp.marginal_likelihood(m, name, x, y, sigma) and "
+                    "draw gp.conditional(idata, x_new) (PyMC's gp.conditional); or set the model's data back")
+
+
 def _check_draws(draws, what):
     if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"{what}: draws={draws!r}, must be an integer >= 1")
@@ -284,13 +303,14 @@ def _wanted(var_names, allowed, what, hint):
     return names
 
 
-def _datatree(groups, source, chain_draw=None):
-    """``arviz_base.from_dict`` with the model's dims and coords."""
+def _datatree(groups, source, chain_draw=None, dims=None):
+    """``arviz_base.from_dict`` with the model's dims and coords (``dims``: those
+    of variables whose shapes are not the model's, a forecast's)."""
     from arviz_base import from_dict
     coords = dict(source.coords)
     if chain_draw is not None:
         coords.update(chain_draw)
-    dims = {k: list(v) for k, v in source.dims.items()}
+    dims = {**{k: list(v) for k, v in source.dims.items()}, **(dims or {})}
     # ArviZ labels the predictions groups with pred_dims and pred_coords
     return from_dict(groups, coords=coords or None, dims=dims or None,
                      pred_coords=coords or None, pred_dims=dims or None)
@@ -402,6 +422,9 @@ def sample_posterior_predictive(idata, model, seed=None, var_names=None,
     observed = [t.name for t in _observed_terms(m)]
     names = _wanted(var_names if var_names is not None else observed, [*observed, *m.deterministics],
                     what, "which is no observed term or deterministic of the model")
+    for term in _observed_terms(m):
+        if term.name in names and not term.mixture:
+            _refuse_gp_at_new_inputs(term, source, what)
     params = _posterior_values(posterior, m, what)
     chains, n = posterior.sizes["chain"], posterior.sizes["draw"]
     values = _batched_values(source, params, chains * n)

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from logdens import expr as ex
-from logdens import rules, sizes
+from logdens import missing, rules, sizes
 from logdens.distributions.constraints import contains, describe
 from logdens.distributions.frozen import _first_violation
 from logdens.evaluate import evaluate
@@ -29,8 +29,16 @@ def check_arrays(layout, model, arrays):
             raise ModelError(f"data {name!r}: used as an index, must have an integer dtype, got {array.dtype}")
         if np.issubdtype(array.dtype, np.floating):
             bad = ~np.isfinite(array)
+            imputed = model.imputed.get(name)
+            if imputed is not None:  # NaN where, and only where, the model imputes
+                missing.check(model, name, array)
+                bad &= ~imputed.mask
             if np.any(bad):
-                raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite")
+                first = array[np.unravel_index(int(np.argmax(bad)), bad.shape)]
+                hint = ("; a missing value in data a model reads (a predictor) must be modelled: observe it, "
+                        f"m.observe({name!r}, dist, array) with NaN or a masked array, and its missing "
+                        "entries are imputed (docs/missing-data.md)") if np.isnan(first) else ""
+                raise ModelError(f"data {name!r}: {_first_violation(name, array, ~bad)}, must be finite{hint}")
 
 
 def length(node, arrays, layout, where, memo=None):
@@ -72,6 +80,9 @@ def check_terms(model, layout, arrays, fixed_whole=False):
     arrays), data read whole keep their shapes."""
     for name, expr in model.deterministics.items():
         length(expr, arrays, layout, f"deterministic {name!r}")
+    for name, imputed in model.imputed.items():  # split by rows (logdens.missing): they still agree
+        where = f"term {name!r} (its missing entries are imputed: for other rows call compile() again)"
+        rules.agree([(a, length(a, arrays, layout, where)) for a in imputed.rows], where)
     for term in model.terms:
         where = f"term {term.name!r}"
         if fixed_whole:

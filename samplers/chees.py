@@ -427,7 +427,7 @@ def _make_run_chunk():
         ens = Ensemble(q, g, lp, rng)
         prop = Proposal(pq, pp, pg, pv, plp, ph0, ph, palive, psteps, paccept, pdiv)
         ad = Adaptation(inv_diag, sc, wf_n, wf_mean, wf_m2, centre0, centre1, jitter_rng)
-        metric = Metric(inv_diag, unit, unit, False)
+        metric = Metric(inv_diag, unit, unit, False, unit[:0], inv_diag[:0])  # diagonal
         max_error = fconf[MAX_ERROR]
         if start == 0 and iconf[N_TUNE] > 0:
             eps = entry_heuristic(f, fdata, idata, metric, ens, prop, sc[STEP], max_error)

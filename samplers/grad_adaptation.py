@@ -189,19 +189,30 @@ def switch_due(it, counts, early_end, final_start, early_freq, growth):
 
 
 @compiled
-def grad_adaptation_update(moments, counts, it, moved, q, g, inv_diag, early_end,
-                           final_start, early_freq, growth):
-    """One warmup iteration ``it < final_start`` of the metric; returns whether
-    the inverse metric changed for the first time (the caller then re-runs the
-    step-size heuristic and restarts dual averaging).
-
-    ``moved`` says the transition left its start point: nuts-rs leaves out
-    draws equal to the previous one, which carry no new information.
-    """
+def grad_window_update(moments, counts, it, moved, q, g, early_end, final_start, early_freq,
+                       growth):
+    """Add a warmup draw to the estimators and switch them when due; returns
+    whether they switched.  ``moved`` says the transition left its start
+    point: nuts-rs leaves out draws equal to the previous one, which carry no
+    new information.  The windows of the diagonal and of the low-rank metric
+    (:mod:`samplers.low_rank`, whose foreground is the last ``counts[FG_N]``
+    draws that moved)."""
     if moved:
         grad_var_update(moments, counts, q, g)
     if switch_due(it, counts, early_end, final_start, early_freq, growth):
         grad_var_switch(moments, counts)
+        return True
+    return False
+
+
+@compiled
+def grad_adaptation_update(moments, counts, it, moved, q, g, inv_diag, early_end,
+                           final_start, early_freq, growth):
+    """One warmup iteration ``it < final_start`` of the metric; returns whether
+    the inverse metric changed for the first time (the caller then re-runs the
+    step-size heuristic and restarts dual averaging)."""
+    grad_window_update(moments, counts, it, moved, q, g, early_end, final_start, early_freq,
+                       growth)
     if grad_var_estimate(moments, counts, inv_diag) and counts[CHANGED] == 0:
         counts[CHANGED] = 1
         return True

@@ -42,7 +42,10 @@ from .mass_matrix import (
     welford_dense_final, welford_dense_init, welford_dense_update,
     welford_diag_final, welford_diag_init, welford_diag_update)
 from .grad_adaptation import (
-    grad_adaptation_update, grad_var_start, inverse_metric_from_gradient)
+    FG_N, grad_adaptation_update, grad_var_start, grad_window_update,
+    inverse_metric_from_gradient)
+from .low_rank import (PENDING, RANK, RESTART, UPDATE_FREQ, compile_estimate, install_low_rank,
+                       low_rank_due, low_rank_store)
 from .metric import Metric, set_inverse_metric_dense
 from .protocol import ENTRY_TYPE
 from .static_hmc import hmc_transition
@@ -68,8 +71,9 @@ LP, STEP, DA_COUNTER, DA_S_BAR, DA_X_BAR, DA_MU, DA_X, N_SCALARS = range(8)
  SWITCH_FREQ, METRIC_GIVEN, N_ICONF) = range(12)
 #: Layout of the float configuration array.
 TARGET_ACCEPT, MAX_ENERGY_ERROR, WINDOW_GROWTH, N_FCONF = range(4)
-#: Warmups (``iconf[ADAPT]``): Stan's windows, nutpie's draws and gradients.
-ADAPT_STAN, ADAPT_NUTPIE = 0, 1
+#: Warmups (``iconf[ADAPT]``): Stan's windows, nutpie's draws and gradients
+#: (diagonal metric), nutpie's low-rank metric (:mod:`samplers.low_rank`).
+ADAPT_STAN, ADAPT_NUTPIE, ADAPT_LOW_RANK = 0, 1, 2
 
 
 class ChainState(NamedTuple):
@@ -92,6 +96,12 @@ class ChainState(NamedTuple):
     ga_moments : ndarray, shape (8, dim)
     ga_counts : ndarray of int64, shape (4,)
         State of nutpie's warmup (:mod:`samplers.grad_adaptation`).
+    lr_draws, lr_grads : ndarray, shape (rows, dim)
+    lr_counts : ndarray of int64
+        The low-rank metric's warmup draws and gradients, and its counters
+        (:func:`samplers.low_rank.low_rank_buffers`; ``rows`` is 0 for
+        other metrics).  The metric's ``lr_vecs`` and ``lr_vals`` are then
+        buffers of the largest rank; ``lr_counts[RANK]`` rows are in use.
     """
 
     q: np.ndarray
@@ -106,6 +116,9 @@ class ChainState(NamedTuple):
     wf_cov: np.ndarray
     ga_moments: np.ndarray
     ga_counts: np.ndarray
+    lr_draws: np.ndarray
+    lr_grads: np.ndarray
+    lr_counts: np.ndarray
 
 
 @compiled
@@ -186,24 +199,28 @@ def _make_step_size_search():
     return step_size_search
 
 
-def _make_run_chunk(dense, nutpie):
+def _make_run_chunk(dense, nutpie, low_rank=False):
     """The flat-argument transition loop of one variant (see :func:`chunk_runner`).
 
-    ``dense`` and ``nutpie`` (the warmup) are closure constants: numba
-    prunes the branches they decide before typing, so a variant compiles
-    only its own metric estimator.  The transition and the step-size search
+    ``dense``, ``nutpie`` (the warmup) and ``low_rank`` are closure
+    constants: numba prunes the branches they decide before typing, so a
+    variant compiles only its own metric estimator.  The low-rank variant
+    runs nutpie's windows and returns after each iteration that ends with a
+    new estimate due (``lr_counts[PENDING]``): :func:`advance` computes it in
+    numpy and calls the loop again, which then restarts the step size if it
+    was the first.  The transition and the step-size search
     are arguments (``transition``, ``search``).  Cached like
     :func:`_make_transition`: by the variant and the hash of the sources.
     """
     sources = SOURCE_HASH
 
     def run_chunk(f, fdata, idata, transition, search, q, g, sc, rng, inv_diag, inv_dense,
-                  momentum_factor, dense_flag, wf_n, wf_mean, wf_m2_diag, wf_m2_dense, wf_cov,
-                  ga_moments, ga_counts, ends, end_lp,
+                  momentum_factor, dense_flag, lr_vecs, lr_vals, wf_n, wf_mean, wf_m2_diag,
+                  wf_m2_dense, wf_cov, ga_moments, ga_counts, lr_q, lr_g, lr_counts, ends, end_lp,
                   slots, slot_scalars, traj, interrupt, in_window, window_end, iconf, fconf,
                   start, stop, draws, stats):
         sources  # noqa: B018  (a closure variable, so part of the cache key)
-        metric = Metric(inv_diag, inv_dense, momentum_factor, dense_flag)
+        metric = Metric(inv_diag, inv_dense, momentum_factor, dense_flag, lr_vecs, lr_vals)
         work = TreeWork(ends, end_lp, slots, slot_scalars, traj, interrupt)
         da = DualAveragingState(sc[DA_COUNTER], sc[DA_S_BAR], sc[DA_X_BAR], sc[DA_MU], sc[DA_X])
         if dense:
@@ -223,12 +240,18 @@ def _make_run_chunk(dense, nutpie):
             mu = math.log(10.0 * eps)
             if nutpie and iconf[N_TUNE] > 0:
                 grad_var_start(ga_moments, ga_counts, q, g, iconf[SWITCH_FREQ])
+                if low_rank:
+                    low_rank_store(lr_q, lr_g, lr_counts, q, g)
                 if not iconf[METRIC_GIVEN]:
                     inverse_metric_from_gradient(g, inv_diag)
             eps = search(f, fdata, idata, metric, eps, rng, q, g, lp, work)
             da = DualAveragingState(0.0, 0.0, 0.0, mu, math.log(eps))
             if nutpie:
                 da = dual_averaging_init(eps)
+        elif low_rank and lr_counts[RESTART]:
+            lr_counts[RESTART] = 0
+            eps = search(f, fdata, idata, metric, eps, rng, q, g, lp, work)
+            da = dual_averaging_init(eps)
         end = stop
         for it in range(start, stop):
             lp_start = lp
@@ -242,6 +265,20 @@ def _make_run_chunk(dense, nutpie):
                 continue
             da = dual_averaging_update(da, info.accept_stat, fconf[TARGET_ACCEPT])
             eps = math.exp(da.x)
+            if low_rank:
+                if it < iconf[FINAL_START]:
+                    moved = lp != lp_start
+                    switched = grad_window_update(
+                        ga_moments, ga_counts, it, moved, q, g, iconf[EARLY_END],
+                        iconf[FINAL_START], iconf[EARLY_FREQ], fconf[WINDOW_GROWTH])
+                    if moved:
+                        low_rank_store(lr_q, lr_g, lr_counts, q, g)
+                    if low_rank_due(lr_counts, ga_counts[FG_N], it, switched, UPDATE_FREQ):
+                        end = it + 1  # advance() installs the estimate
+                        break
+                if it == iconf[N_TUNE] - 1:
+                    eps = dual_averaging_final(da)
+                continue
             if nutpie:
                 # nuts-rs's order: estimators, switch, metric, then the step
                 # size (restarted only at the metric's first change).
@@ -283,7 +320,7 @@ _F3 = types.float64[:, :, ::1]
 _B1 = types.boolean[::1]
 _I1 = types.int64[::1]
 _U1 = types.uint64[::1]
-_METRIC = types.NamedTuple((_F1, _F2, _F2, types.boolean), Metric)
+_METRIC = types.NamedTuple((_F1, _F2, _F2, types.boolean, _F2, _F1), Metric)
 _WORK = types.NamedTuple((_F3, _F1, _F3, _F2, _F2, _I1), TreeWork)
 _INFO = types.NamedTuple((types.float64, types.int64, types.int64, types.boolean,
                           types.float64, types.float64), TransitionInfo)
@@ -302,9 +339,9 @@ _CHUNK_SIGNATURE = types.int64(
     types.FunctionType(_TRANSITION_SIGNATURE),  # transition
     types.FunctionType(_SEARCH_SIGNATURE),      # step-size search
     _F1, _F1, _F1, _U1,                        # q, grad, scalars, rng
-    _F1, _F2, _F2, types.boolean,              # metric
+    _F1, _F2, _F2, types.boolean, _F2, _F1,    # metric
     _I1, _F1, _F1, _F2, _F2,                   # Welford buffers, covariance workspace
-    _F2, _I1,                                  # nutpie warmup state
+    _F2, _I1, _F2, _F2, _I1,                   # nutpie warmup state, low-rank warmup
     _F3, _F1, _F3, _F2, _F2, _I1,              # TreeWork (interrupt flag last)
     _B1, _B1, _I1, _F1,                        # schedule, configuration
     types.int64, types.int64, _F2, _F2,        # start, stop, outputs
@@ -344,9 +381,9 @@ def _search():
 
 
 @functools.cache
-def _loop(dense, nutpie):
+def _loop(dense, nutpie, low_rank):
     return njit(_CHUNK_SIGNATURE, no_cfunc_wrapper=True, **_OPTIONS)(
-        _make_run_chunk(dense, nutpie))
+        _make_run_chunk(dense, nutpie, low_rank))
 
 
 def _first_class(dispatcher):
@@ -381,9 +418,10 @@ def chunk_runner(kind, dense, adaptation=None):
     ----------
     kind : {NUTS, HMC}
     dense : bool
-    adaptation : {ADAPT_STAN, ADAPT_NUTPIE}, optional
+    adaptation : {ADAPT_STAN, ADAPT_NUTPIE, ADAPT_LOW_RANK}, optional
         The warmup (``iconf[ADAPT]``); by default nutpie's for a diagonal
         metric, Stan's for a dense one (nutpie's is diagonal only).
+        ``ADAPT_LOW_RANK``: nutpie's low-rank metric (not dense).
 
     Returns
     -------
@@ -392,8 +430,11 @@ def chunk_runner(kind, dense, adaptation=None):
     dense = bool(dense)
     if adaptation is None:
         adaptation = ADAPT_STAN if dense else ADAPT_NUTPIE
-    nutpie = int(adaptation) == ADAPT_NUTPIE and not dense
-    return ChunkRunner(_loop(dense, nutpie), _first_class(_transition(int(kind))),
+    low_rank = int(adaptation) == ADAPT_LOW_RANK and not dense
+    nutpie = int(adaptation) in (ADAPT_NUTPIE, ADAPT_LOW_RANK) and not dense
+    if low_rank:
+        compile_estimate()  # advance() calls it between calls of the loop
+    return ChunkRunner(_loop(dense, nutpie, low_rank), _first_class(_transition(int(kind))),
                        _first_class(_search()))
 
 
@@ -420,11 +461,27 @@ def advance(runner, entry, state, work, schedule, iconf, fconf, start, stop, dra
     -------
     int
         The index after the last recorded iteration.
+
+    Notes
+    -----
+    The low-rank variant returns early when an estimate is due; it is
+    computed here (:func:`samplers.low_rank.install_low_rank`, numpy) and the
+    loop resumes, so the iterations at which the metric changes never
+    depend on the chunks.
     """
-    m = state.metric
-    return runner.loop(entry.function, entry.fdata, entry.idata, runner.transition,
-                       runner.search, state.q, state.grad, state.scalars, state.rng,
-                       m.inv_diag, m.inv_dense, m.momentum_factor, m.dense, state.wf_n,
-                       state.wf_mean, state.wf_m2_diag, state.wf_m2_dense, state.wf_cov,
-                       state.ga_moments, state.ga_counts, *work, schedule[0], schedule[1],
-                       iconf, fconf, start, stop, draws, stats)
+    m, lr = state.metric, state.lr_counts
+    while True:
+        k = lr[RANK]
+        end = runner.loop(entry.function, entry.fdata, entry.idata, runner.transition,
+                          runner.search, state.q, state.grad, state.scalars, state.rng,
+                          m.inv_diag, m.inv_dense, m.momentum_factor, m.dense, m.lr_vecs[:k],
+                          m.lr_vals[:k], state.wf_n, state.wf_mean, state.wf_m2_diag,
+                          state.wf_m2_dense, state.wf_cov, state.ga_moments, state.ga_counts,
+                          state.lr_draws, state.lr_grads, lr, *work, schedule[0], schedule[1],
+                          iconf, fconf, start, stop, draws, stats)
+        if not lr[PENDING]:
+            return end
+        install_low_rank(m, lr, state.lr_draws, state.lr_grads, int(state.ga_counts[FG_N]))
+        if end == stop or work.interrupt[0] != 0:
+            return end
+        start = end

@@ -9,7 +9,17 @@ higher is better).
 
 The diagonal and dense cases share one NamedTuple with a runtime flag rather
 than two types of functions: numba can take functions as arguments but the
-flag keeps one compiled sampler for both metrics.
+flag keeps one compiled sampler for both metrics.  The low-rank metric is
+the diagonal one plus a correction of rank ``k`` (Seyboldt, Carlson and
+Carpenter 2026, arXiv:2603.18845; nutpie's ``adaptation="low_rank"``):
+
+    M^{-1} = S (I + U (Lambda - I) U') S,   S = diag(sqrt(inv_diag)),
+
+with ``U`` (dim x k) orthonormal.  It is stored as ``W = (S U)'`` (k x
+dim) and ``Lambda``, so that ``M^{-1} p = inv_diag * p + W' ((Lambda - I)
+(W p))`` costs O(dim k) with no d x d matrix and no square root per
+leapfrog step.  ``k = 0`` (the default, empty arrays) is the diagonal
+metric.
 """
 
 from typing import NamedTuple
@@ -34,12 +44,19 @@ class Metric(NamedTuple):
         ``dense_e_metric::sample_p``).
     dense : bool
         Which of the two representations is in use.
+    lr_vecs : ndarray, shape (k, dim)
+        ``W = (S U)'``: the low-rank directions scaled by ``sqrt(inv_diag)``
+        (with ``dense`` False; ``k = 0`` for a diagonal metric).
+    lr_vals : ndarray, shape (k,)
+        Their eigenvalues ``Lambda`` in the scaled space (positive).
     """
 
     inv_diag: np.ndarray
     inv_dense: np.ndarray
     momentum_factor: np.ndarray
     dense: bool
+    lr_vecs: np.ndarray = np.zeros((0, 1))
+    lr_vals: np.ndarray = np.zeros(0)
 
 
 def identity_metric(dim, dense):
@@ -95,13 +112,35 @@ def velocity(metric, p, out):
     else:
         for i in range(dim):
             out[i] = metric.inv_diag[i] * p[i]
+        # + W' (Lambda - I) W p, one direction at a time (O(dim k)).
+        w = metric.lr_vecs
+        for j in range(metric.lr_vals.shape[0]):
+            c = 0.0
+            for i in range(dim):
+                c += w[j, i] * p[i]
+            c *= metric.lr_vals[j] - 1.0
+            for i in range(dim):
+                out[i] += c * w[j, i]
 
 
 @compiled
 def sample_momentum(metric, rng, out):
     """Draw ``out ~ N(0, M)`` with the chain's RNG."""
-    dim = out.shape[0]
     fill_normal(rng, out)
+    momentum_from_normal(metric, out)
+
+
+@compiled
+def momentum_from_normal(metric, out):
+    """Map ``out ~ N(0, I)`` in place to ``N(0, M)``.
+
+    Low rank: ``M = S^{-1} (I + U (Lambda^{-1} - I) U') S^{-1}``, whose square
+    root is ``S^{-1} (I + U (Lambda^{-1/2} - I) U')``.  With ``x = S^{-1} z``
+    and ``U = S^{-1} W'``, ``p = x + S^{-2} W' ((Lambda^{-1/2} - I) W x)``;
+    the directions are orthogonal, so applying them one at a time in place
+    gives the same result.
+    """
+    dim = out.shape[0]
     if metric.dense:
         # The factor L^{-T} is upper triangular: row i reads z[i:], so the
         # product can overwrite z in place in increasing i.
@@ -114,6 +153,14 @@ def sample_momentum(metric, rng, out):
     else:
         for i in range(dim):
             out[i] = out[i] / np.sqrt(metric.inv_diag[i])
+        w = metric.lr_vecs
+        for j in range(metric.lr_vals.shape[0]):
+            c = 0.0
+            for i in range(dim):
+                c += w[j, i] * out[i]
+            c *= 1.0 / np.sqrt(metric.lr_vals[j]) - 1.0
+            for i in range(dim):
+                out[i] += c * w[j, i] / metric.inv_diag[i]
 
 
 @compiled

@@ -106,7 +106,11 @@ def posterior_dict(log_density, draws):
     dims : dict
     """
     if hasattr(log_density, "constrain"):
-        return (_stack_dicts(log_density, "constrain", draws),) + named_dims(log_density)
+        variables = _stack_dicts(log_density, "constrain", draws)
+        recover = getattr(log_density, "recover_discrete", None)
+        if recover is not None:  # discrete parameters summed out of the model (logdens.marginalize)
+            variables.update(recover(variables, draws))
+        return (variables,) + named_dims(log_density)
     return _theta_dict(log_density, draws)
 
 

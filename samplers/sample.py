@@ -12,20 +12,24 @@ from .grad_adaptation import (EARLY_SWITCH_FREQ, SWITCH_FREQ, WINDOW_GROWTH,
 from .initial_point import find_initial_point, per_chain_inits
 from .interrupt import Interrupt
 from .kernel import ChainState
+from .low_rank import low_rank_buffers
 from .mass_matrix import BASE_WINDOW, INIT_BUFFER, TERM_BUFFER, warmup_schedule
 from .metric import diagonal_metric, identity_metric
 from .output import LOG_LIKELIHOOD_MAX_BYTES, check_outputs, import_lazy_modules, to_datatree
 from .protocol import dimension, resolve
 from .rng import make_state
 from .runner import compile_chains, resolve_cores, run_chains
+from .compile_notice import announcing_compile
 
 #: Stan's divergence threshold on the energy error.
 MAX_ENERGY_ERROR = 1000.0
 
 
-def _chain_state(entry, dim, dense, seed, chain, init, inv_metric=None):
+def _chain_state(entry, dim, dense, seed, chain, init, inv_metric=None, low_rank_rows=0):
     """Initial :class:`ChainState` of one chain: its start point, and the unit
-    metric or the given diagonal inverse metric ``inv_metric``."""
+    metric or the given diagonal inverse metric ``inv_metric``; with
+    ``low_rank_rows`` (the warmup draws a low-rank metric may hold, at most
+    ``tune + 1``) its low-rank buffers."""
     rng = np.random.default_rng([int(seed), int(chain), 0x1D])
     q, lp, grad = find_initial_point(entry, dim, rng, init)
     scalars = np.zeros(kernel.N_SCALARS)
@@ -33,10 +37,13 @@ def _chain_state(entry, dim, dense, seed, chain, init, inv_metric=None):
     n = dim if dense else 1
     metric = (identity_metric(dim, dense) if inv_metric is None
               else diagonal_metric(inv_metric, dense))
+    vecs, vals, *lr_state = low_rank_buffers(dim, low_rank_rows)
+    if low_rank_rows:
+        metric = metric._replace(lr_vecs=vecs, lr_vals=vals)
     return ChainState(np.ascontiguousarray(q), grad, scalars, make_state(seed, chain),
                       metric, np.zeros(1, dtype=np.int64),
                       np.zeros(dim), np.zeros(dim), np.zeros((n, n)), np.zeros((n, n)),
-                      *grad_adaptation_buffers(dim))
+                      *grad_adaptation_buffers(dim), *lr_state)
 
 
 def _check_integer(name, value, low):
@@ -58,13 +65,17 @@ def _check_counts(draws, tune, chains, max_treedepth):
 
 
 def resolve_adaptation(adaptation, metric):
-    """The warmup to run: ``None`` is nutpie's for a diagonal metric, Stan's
-    for a dense one; nutpie's estimate is diagonal only."""
+    """The warmup to run: ``None`` is nutpie's for a diagonal or low-rank
+    metric, Stan's for a dense one; nutpie's estimate is not dense, and the
+    low-rank one needs nutpie's (it uses gradients)."""
     if adaptation is None:
-        return "nutpie" if metric == "diag" else "stan"
+        return "stan" if metric == "dense" else "nutpie"
     if adaptation not in ("nutpie", "stan"):
         raise ValueError(f"adaptation={adaptation!r}; expected 'nutpie', 'stan' or None")
-    if adaptation == "nutpie" and metric != "diag":
+    if adaptation == "stan" and metric == "low_rank":
+        raise ValueError("adaptation='stan' with metric='low_rank'; the low-rank estimate "
+                         "needs gradients: use adaptation='nutpie' (or None)")
+    if adaptation == "nutpie" and metric == "dense":
         raise ValueError(f"adaptation='nutpie' with metric={metric!r}; nutpie's "
                          "estimate is diagonal: use metric='diag' or adaptation='stan'")
     return adaptation
@@ -72,8 +83,8 @@ def resolve_adaptation(adaptation, metric):
 
 def _config(kind, max_treedepth, num_steps, tune, metric, target_accept, adaptation="stan",
             metric_given=False):
-    if metric not in ("diag", "dense"):
-        raise ValueError(f"metric={metric!r}; expected 'diag' or 'dense'")
+    if metric not in ("diag", "dense", "low_rank"):
+        raise ValueError(f"metric={metric!r}; expected 'diag', 'dense' or 'low_rank'")
     adaptation = resolve_adaptation(adaptation, metric)
     if not 0.0 < target_accept < 1.0:
         raise ValueError(f"target_accept={target_accept}; must be in (0, 1)")
@@ -81,7 +92,8 @@ def _config(kind, max_treedepth, num_steps, tune, metric, target_accept, adaptat
     iconf[kernel.KIND], iconf[kernel.MAX_DEPTH] = kind, max_treedepth
     iconf[kernel.NUM_STEPS], iconf[kernel.N_TUNE] = num_steps, tune
     iconf[kernel.DENSE] = metric == "dense"
-    iconf[kernel.ADAPT] = kernel.ADAPT_NUTPIE if adaptation == "nutpie" else kernel.ADAPT_STAN
+    iconf[kernel.ADAPT] = (kernel.ADAPT_LOW_RANK if metric == "low_rank" else
+                           kernel.ADAPT_NUTPIE if adaptation == "nutpie" else kernel.ADAPT_STAN)
     iconf[kernel.EARLY_END], iconf[kernel.FINAL_START] = grad_adaptation_phases(tune)
     iconf[kernel.EARLY_FREQ], iconf[kernel.SWITCH_FREQ] = EARLY_SWITCH_FREQ, SWITCH_FREQ
     iconf[kernel.METRIC_GIVEN] = bool(metric_given)
@@ -139,10 +151,14 @@ def _sample(model, kind, draws, tune, chains, seed, target_accept, max_treedepth
     with entry_for(log_density, interrupt) as entry:
         inits = per_chain_inits(init, chains, dim)
         states = [_chain_state(entry, dim, metric == "dense", seed, c, inits[c],
-                               inv_metrics[c]) for c in range(chains)]
+                               inv_metrics[c], tune + 1 if metric == "low_rank" else 0)
+                  for c in range(chains)]
         check_outputs(log_density, states[0].q, log_likelihood)
         schedule = warmup_schedule(tune, *(int(w) for w in windows))
-        compile_chains(iconf)
+        what = (f"{'NUTS' if kind == kernel.NUTS else 'static HMC'} ({metric} metric, "
+                f"{resolve_adaptation(adaptation, metric)}'s warmup)")
+        with announcing_compile(what, progress):
+            compile_chains(iconf)
         import_lazy_modules()
         with interrupt.handling_sigint():  # nothing is imported (nor compiled) from here on
             res = run_chains(entry, states, schedule, iconf, fconf, tune + draws, tune,
@@ -203,7 +219,12 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         Dual-averaging target of the mean acceptance statistic.
     max_treedepth : int
         At most ``2**max_treedepth - 1`` leapfrog steps per draw.
-    metric : {"diag", "dense"}
+    metric : {"diag", "dense", "low_rank"}
+        ``"low_rank"``: a diagonal inverse metric plus a correction of low
+        rank, estimated from the warmup's draws and gradients as nutpie's
+        ``adaptation="low_rank"`` (Seyboldt, Carlson and Carpenter 2026;
+        :mod:`samplers.low_rank`): for posteriors with a few strongly
+        correlated directions.  It uses nutpie's warmup windows.
     init : array_like or "pathfinder", optional
         Unconstrained start, shape (dim,) or (chains, dim); default
         uniform(-2, 2) per coordinate, retried when not finite.
@@ -214,7 +235,8 @@ def nuts(model, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.8,
         scales instead of the identity or ``1 / |grad|``); the
         evaluations it spent are ``posterior.attrs["init_evals"]``.
     progress : bool
-        Show a tqdm progress bar.
+        Show a tqdm progress bar, and before the sampler is compiled (once
+        per install, :mod:`samplers.compile_notice`) say so.
     cores : int, optional
         Threads; default ``os.cpu_count()``, at most ``chains``.
     save_warmup : bool

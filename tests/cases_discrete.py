@@ -20,6 +20,7 @@ from logdens.distributions.bernoulli_logit import BernoulliLogit
 from logdens.distributions.beta_binomial import BetaBinomial
 from logdens.distributions.binomial import Binomial
 from logdens.distributions.binomial_logit import BinomialLogit
+from logdens.distributions.discrete_uniform import DiscreteUniform
 from logdens.distributions.geometric import Geometric
 from logdens.distributions.negative_binomial import NegativeBinomial
 from logdens.distributions.negative_binomial_log import NegativeBinomialLog
@@ -92,6 +93,7 @@ NEGATIVE_BINOMIAL_MP = mp_ref(_mp_negative_binomial)
 NEGATIVE_BINOMIAL_LOG = mp_ref(lambda x, log_mu, phi: _mp_negative_binomial(x, mp.exp(log_mu), phi))
 POISSON_LIMIT = scipy_ref(lambda mu, phi: stats.poisson(mu))
 POISSON_LOG_LIMIT = scipy_ref(lambda log_mu, phi: stats.poisson(math.exp(log_mu)))
+DISCRETE_UNIFORM = scipy_ref(lambda lower, upper: stats.randint(lower, upper + 1))  # randint excludes high
 GEOMETRIC = scipy_ref(lambda p: stats.geom(p, loc=-1))  # geom.logpmf(x + 1, p)
 BETA_BINOMIAL = scipy_ref(lambda n, alpha, beta: stats.betabinom(n, alpha, beta))
 BETA_BINOMIAL_MP = mp_ref(_mp_beta_binomial)
@@ -166,6 +168,11 @@ CASES = [
     case(NegativeBinomialLog, [0, 1, 5, 20], POISSON_LOG_LIMIT, rtol=1e-11, log_mu=math.log(5.0),
          phi=1e12, note="Poisson limit, as for NegativeBinomial"),
 
+    case(DiscreteUniform, [0, 1, 7, 110], DISCRETE_UNIFORM, lower=0, upper=110),
+    case(DiscreteUniform, [-5, -3, 2], DISCRETE_UNIFORM, lower=-5, upper=2, note="negative lower"),
+    case(DiscreteUniform, [4], DISCRETE_UNIFORM, lower=4, upper=4, note="one value"),
+    case(DiscreteUniform, [1851, 1900, 1961], DISCRETE_UNIFORM, lower=1851, upper=1961, note="years"),
+
     case(Geometric, [0, 1, 5, 50], GEOMETRIC, p=0.3),
     case(Geometric, [0, 1, 1e8, 1e9], GEOMETRIC, p=1e-8, note="tiny p, tail"),
     case(Geometric, [0, 1, 10], GEOMETRIC, p=1.0 - 1e-6, note="p near 1"),
@@ -211,6 +218,9 @@ INVALID = [
     (NegativeBinomial, dict(mu=3.0, phi=-2.0), "phi"),
     (NegativeBinomialLog, dict(log_mu=1.1, phi=0.0), "phi"),
     (NegativeBinomialLog, dict(log_mu=1.1, phi=-1.0), "phi"),
+    (DiscreteUniform, dict(lower=0.5, upper=3.0), "lower"),
+    (DiscreteUniform, dict(lower=0.0, upper=2.5), "upper"),
+    (DiscreteUniform, dict(lower=3.0, upper=2.0), "upper"),
     (Geometric, dict(p=0.0), "p"),
     (Geometric, dict(p=-0.5), "p"),
     (Geometric, dict(p=1.5), "p"),

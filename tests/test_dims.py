@@ -187,6 +187,22 @@ def test_set_data_with_a_new_length_needs_new_coords():
     np.testing.assert_array_equal(approx.observed_data["y"].values, y)
 
 
+def test_set_data_names_every_dim_that_needs_new_coords():
+    """The README's predictions spelling without coords= on a model with two dims
+    of coords: one error names both dims and the call that fixes it."""
+    m = ld.Model(coords={"obs": range(4), "group": ["a", "b"]})
+    a = m.param("a", ld.Normal(0, 1), dims="group")
+    g = m.data("g", np.array([0, 1, 0, 1]), dims="obs")
+    m.data("w", np.ones(2), dims="group")
+    m.observe("y", ld.Normal(a[g], 1.0), np.zeros(4), dims="obs")
+    density = m.compile()
+    with pytest.raises(ModelError, match=r"data 'g' has length 3 along dim 'obs', whose coords have length 4; "
+                                         r"data 'w' has length 3 along dim 'group', whose coords have length 2: "
+                                         r"dims \['obs', 'group'\] need new coords: "
+                                         r"set_data\(\.\.\., coords=\{'obs': values, 'group': values\}\)"):
+        density.set_data(g=np.array([0, 1, 1]), w=np.ones(3), y=np.zeros(3))
+
+
 def test_set_data_without_coords_relabels_with_integers():
     density, rng = regression(4, None)
     density.set_data(x=rng.normal(size=6), y=rng.normal(size=6))

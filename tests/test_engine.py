@@ -125,7 +125,7 @@ def test_row_functions_refuse_an_output_sized_for_other_data(backend):
     """The generated functions that write one row per observation check their
     output against the rows of the data they are given: an output of 2 rows
     with data of 5 (a ``set_data`` between sizing and the call) was written
-    past its end; now a ValueError naming the term and both counts."""
+    past its end; now a ValueError naming the function and the term."""
     m = ld.Model()
     mu, sigma = m.param("mu"), m.param("sigma", constraint=ld.positive)
     m.observe("y", ld.Normal(mu + 0.1 * m.data("x", np.arange(5.0)), sigma), np.ones(5))
@@ -137,6 +137,6 @@ def test_row_functions_refuse_an_output_sized_for_other_data(backend):
              "per_sample_sparse": lambda: getattr(module, f"per_sample_sparse_{ident}")(
                  theta, fdata, idata, np.zeros((2, width), dtype=np.int64), np.zeros((2, width)))}
     for function, call in calls.items():
-        with pytest.raises(ValueError, match=f"{function}: term 'y' has 5 rows in the data given but its "
-                                             "output has 2"):
+        with pytest.raises(ValueError, match=f"{function}: term 'y': the output does not have one row per row "
+                                             "of the data given"):
             call()

@@ -5,10 +5,13 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import logdens as ld
 from logdens.evaluate import evaluate
 from logdens.expr import LABEL_DEPTH, Expr, ModelError
+
+from engine_helpers import check_gradient
 
 
 def _model():
@@ -330,8 +333,9 @@ def test_a_tuple_index_with_an_integer_array_gathers_as_numpy():
 
 def test_a_tuple_index_that_does_not_gather_rows_names_the_value_and_the_fix():
     """Rows of data lead, so ``ab[:, cidx]`` (numpy's column gather) is refused, as
-    are two arrays (numpy pairs them) and a float array or a parameter as an
-    index, each naming ``ab``, the index and what to write instead."""
+    are a float array or a parameter as an
+    index, each naming ``ab``, the index and what to write instead; two arrays
+    pair only as a matrix's two indices."""
     m = ld.Model()
     ab = m.param("ab", shape=(3, 2))
     cidx, x = m.data("cidx", np.array([0, 1, 1])), m.data("x", np.array([0.0, 1.0]))
@@ -339,10 +343,41 @@ def test_a_tuple_index_that_does_not_gather_rows_names_the_value_and_the_fix():
     with pytest.raises(ModelError, match=r"ab\[:, cidx\]: an integer data array comes first or after integers "
                                          r"only.*ab\.T\[cidx\] is numpy's ab\[:, cidx\] transposed"):
         ab[:, cidx]
-    with pytest.raises(ModelError, match=r"ab\[cidx, cidx\]: one integer array per index.*"
-                                         r"ab\.reshape\(-1\)\[k\] with integer data k = i \* 2 \+ j"):
-        ab[cidx, cidx]
+    T = m.param("T", shape=(3, 2, 2))
+    with pytest.raises(ModelError, match=r"T\[cidx, cidx\]: two integer arrays pair elementwise only as the two "
+                                         r"indices of a matrix of at most 32 columns.*"
+                                         r"T\.reshape\(-1\)\[k\] with integer data k = i \* 2 \+ j"):
+        T[cidx, cidx]
     for bad, label in ((x, "x"), (k, "k"), (np.array([0.5]), r"array\(1,\)")):
         with pytest.raises(ModelError, match=rf"ab\[{label}, 0\]: index {label} must be an integer data array "
                                              r"\(m\.data\(name, ints\)\), an integer or a slice"):
             ab[bad, 0]
+
+
+@pytest.mark.slow  # two compiles of K gathers per row: 130 s on this loaded machine
+def test_two_index_arrays_pair_as_numpy():
+    """``W[i, j]`` with integer data i and j is numpy's: one element per row,
+    ``W[i[n], j[n]]``. Values against numpy, the compiled gradient against the
+    Python twin and finite differences (``engine_helpers.check_gradient``), and
+    j past the last column named as a gather's index is."""
+    rng = np.random.default_rng(7)
+    J, K, N = 2, 3, 9
+    i, j, y = rng.integers(0, J, N), rng.integers(0, K, N), rng.normal(size=N)
+    m = ld.Model()
+    W = m.param("W", ld.Normal(0, 1), shape=(J, K))
+    rows, columns = m.data("i", i), m.data("j", j)
+    values = {"W": rng.normal(size=(J, K)), "i": i, "j": j}
+    picked = W[rows, columns]
+    assert picked.shape == (N,)
+    np.testing.assert_array_equal(evaluate(picked, values), values["W"][i, j])
+    m.observe("y", ld.Normal(picked, 1.0), y)
+    densities = [m.compile(), m.compile(backend="python")]
+    theta = rng.normal(size=J * K)
+    (lp, grad), (lp_py, grad_py) = (d.log_density_gradient(theta) for d in densities)
+    want = stats.norm(0, 1).logpdf(theta).sum() + stats.norm(theta.reshape(J, K)[i, j], 1).logpdf(y).sum()
+    assert densities[0].log_density(theta, propto=False) == pytest.approx(want, rel=1e-12)
+    assert lp == pytest.approx(lp_py, rel=1e-13)
+    np.testing.assert_allclose(grad, grad_py, rtol=1e-12, atol=1e-13)
+    check_gradient(densities[0], theta, rng)
+    with pytest.raises(ModelError, match=r"index j\[0\]=3 is out of bounds for .* of length 3"):
+        densities[0].set_data(j=np.where(np.arange(N) == 0, K, j))

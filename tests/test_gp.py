@@ -430,3 +430,126 @@ def test_hilbert_space_basis_of_inputs_without_a_range(x, message):
     """An empty input gave numpy's reduction error, a constant one NaN basis functions."""
     with pytest.raises(ld.ModelError, match="hsgp_basis: " + message):
         ld.gp.hsgp_basis(x, 5)
+
+
+def marginal_gp(name, x, y, mean=False):
+    """A GP regression written with ld.gp.Marginal (a linear mean b x with ``mean``)."""
+    m = ld.Model()
+    alpha = m.param("alpha", ld.HalfNormal(2.0))
+    rho = m.param("rho", ld.Gamma(2.0, 1.0))
+    sigma = m.param("sigma", ld.HalfNormal(1.0))
+    b = m.param("b", ld.Normal(0.0, 1.0)) if mean else None
+    gp = ld.gp.Marginal(lambda z: getattr(ld.gp, name)(z, alpha, rho), mean_func=(lambda z: b * z) if mean else None)
+    gp.marginal_likelihood(m, "y", m.data("x", x), y, sigma)
+    return m, gp
+
+
+def closed_form(name, x, y, x_new, point, pred_noise):
+    """Rasmussen and Williams (2006) eqs. 2.23-2.24 with the inverse written out."""
+    n, s2, b = len(x), point["sigma"] ** 2, point.get("b", 0.0)
+    K = covariance(name, np.concatenate([x, x_new]), point["alpha"], point["rho"])
+    inverse = np.linalg.inv(K[:n, :n] + s2 * np.eye(n))
+    mean_x = b * x if x.ndim == 1 else 0.0
+    mean_new = (b * x_new if x.ndim == 1 else 0.0) + K[:n, n:].T @ inverse @ (y - mean_x)
+    cov = K[n:, n:] - K[:n, n:].T @ inverse @ K[:n, n:] + (s2 * np.eye(len(x_new)) if pred_noise else 0.0)
+    return mean_new, cov
+
+
+@pytest.mark.parametrize("name, x, x_new, mean", [
+    ("exp_quad", X1, np.array([-1.0, 0.3, 2.5, 6.0]), True),
+    ("matern32", X2, RNG.uniform(0, 3, (5, 2)), False)])
+@pytest.mark.parametrize("pred_noise", [False, True])
+def test_marginal_gp_conditional_is_the_closed_form(name, x, x_new, mean, pred_noise):
+    """gp.predict's mean and covariance at fixed hyperparameters against the
+    closed form with an explicit inverse, to 1e-8 of the largest entry (K + sigma^2 I
+    has a condition number below 1e3: both ways lose under 1e-12)."""
+    from logdens.evaluate import evaluate
+    point = {"alpha": 1.3, "rho": 0.9, "sigma": 0.3, **({"b": 0.5} if mean else {})}
+    m, gp = marginal_gp(name, x, Y, mean)
+    # the observed term is y ~ MvNormal(b x, K + sigma^2 I)
+    term = next(t for t in m.terms if t.name == "y")
+    loc, tril = (evaluate(a, {**point, "x": x}) for a in term.args[1:3])
+    np.testing.assert_allclose(loc, 0.5 * x if mean else 0.0, rtol=1e-14)
+    np.testing.assert_allclose(tril @ tril.T, covariance(name, x, 1.3, 0.9) + 0.09 * np.eye(N), rtol=1e-12, atol=1e-14)
+    got_mean, got_cov = gp.predict(point, x_new, pred_noise=pred_noise)
+    want_mean, want_cov = closed_form(name, x, Y, x_new, point, pred_noise)
+    np.testing.assert_allclose(got_mean[0], want_mean, rtol=0, atol=1e-8 * np.max(np.abs(want_mean)))
+    np.testing.assert_allclose(got_cov[0], want_cov, rtol=0, atol=1e-8 * np.max(np.abs(want_cov)))
+
+
+def test_marginal_gp_conditional_draws_follow_the_conditional():
+    """gp.conditional at 4000 independent posterior draws of varying hyperparameters:
+    the draws' mean is the average conditional mean, their variance the average
+    conditional variance plus the variance of the conditional means (the law of
+    total variance); within 5 Monte Carlo standard errors at each input."""
+    from arviz_base import from_dict
+    rng = np.random.default_rng(3)
+    draws = {"alpha": rng.uniform(1.0, 1.5, (2, 2000)), "rho": rng.uniform(0.7, 1.2, (2, 2000)),
+             "sigma": rng.uniform(0.2, 0.4, (2, 2000))}
+    idata = from_dict({"posterior": draws})
+    _, gp = marginal_gp("exp_quad", X1, Y)
+    x_new = np.array([0.5, 2.0, 5.5, 7.0])
+    tree = gp.conditional(idata, x_new, seed=4)
+    assert set(tree.children) == {"predictions", "predictions_constant_data"}
+    f = tree.predictions["f_pred"]
+    assert f.dims[:2] == ("chain", "draw") and f.shape == (2, 2000, 4)
+    np.testing.assert_array_equal(tree.predictions_constant_data["f_pred_x"].values, x_new)
+    mean, cov = gp.predict(idata, x_new)
+    variance = np.diagonal(cov, axis1=1, axis2=2).mean(axis=0) + mean.var(axis=0)
+    f = f.values.reshape(4000, 4)
+    assert np.all(np.abs(f.mean(axis=0) - mean.mean(axis=0)) < 5 * np.sqrt(variance / 4000))
+    assert np.all(np.abs(f.var(axis=0) / variance - 1) < 5 * np.sqrt(2 / 4000))
+    # the seed alone fixes the draws
+    np.testing.assert_array_equal(gp.conditional(idata, x_new, seed=4).predictions["f_pred"].values.reshape(4000, 4), f)
+
+
+def test_marginal_gp_errors():
+    gp = ld.gp.Marginal(lambda z: ld.gp.exp_quad(z, 1.0, 1.0))
+    with pytest.raises(ld.ModelError, match="call marginal_likelihood"):
+        gp.predict({}, np.zeros(2))
+    m = ld.Model()
+    with pytest.raises(ld.ModelError, match=r"y of shape \(n,\).*got \(12,\), \(11,\)"):
+        gp.marginal_likelihood(m, "y", X1, Y[:11], 0.1)
+    gp.marginal_likelihood(m, "y", X1, Y, 0.1)
+    with pytest.raises(ld.ModelError, match="already observed as term 'y'"):
+        gp.marginal_likelihood(m, "y2", X1, Y, 0.1)
+    with pytest.raises(ld.ModelError, match=r"x_new has shape \(2, 2\); the inputs have shape \(12,\)"):
+        gp.predict({}, np.zeros((2, 2)))
+    m, gp = marginal_gp("exp_quad", X1, Y)
+    with pytest.raises(ld.ModelError, match=r"the point has no value for the parameters \['rho', 'sigma'\]"):
+        gp.predict({"alpha": 1.0}, np.zeros(2))
+    with pytest.raises(TypeError, match="cov_func"):
+        ld.gp.Marginal(ld.gp.exp_quad(X1, 1.0, 1.0))
+
+
+def test_hilbert_space_gp_predicts_by_set_data_of_the_training_basis():
+    """An HSGP is a parametric basis, so set_data of the basis at new inputs
+    predicts, provided the basis is that of the training inputs (train=x: their
+    center and L). Predicted f at two training inputs equals the in-sample f
+    there at every draw (1e-12); a basis of the new inputs alone is another
+    function (its f differs by O(1)); inputs outside [-L, L] are refused."""
+    from arviz_base import from_dict
+    x = np.sort(RNG.uniform(0, 10, 40))
+    phi, sqrt_eigenvalues = ld.gp.hsgp_basis(x, 20, 2.0)
+    x_new = np.array([x[3], x[17], 12.0])
+    np.testing.assert_allclose(ld.gp.hsgp_basis(x_new, 20, 2.0, train=x)[0][:2], phi[[3, 17]], rtol=0, atol=1e-14)
+    m = ld.Model()
+    alpha = m.param("alpha", ld.HalfNormal(2.0))
+    rho = m.param("rho", ld.InverseGamma(5.0, 5.0))
+    beta = m.param("beta", ld.Normal(0, 1), shape=20)
+    f = m.deterministic("f", m.data("phi", phi) @ (ld.sqrt(ld.gp.matern52_spd(sqrt_eigenvalues, alpha, rho)) * beta))
+    m.observe("y", ld.Normal(f, 0.2), np.sin(x))
+    rng = np.random.default_rng(5)
+    idata = from_dict({"posterior": {"alpha": rng.uniform(0.5, 1.5, (2, 50)), "rho": rng.uniform(1, 2, (2, 50)),
+                                     "beta": rng.normal(size=(2, 50, 20))}})
+    fitted = ld.sample_posterior_predictive(idata, m, var_names=["f"]).posterior_predictive["f"].values
+    density = m.compile()
+    density.set_data(phi=ld.gp.hsgp_basis(x_new, 20, 2.0, train=x)[0], y=np.zeros(3))
+    predicted = ld.sample_posterior_predictive(idata, density, var_names=["f"], predictions=True).predictions["f"]
+    np.testing.assert_allclose(predicted.values[..., :2], fitted[..., [3, 17]], rtol=0, atol=1e-12)
+    density.set_data(phi=ld.gp.hsgp_basis(x_new, 20, 2.0)[0])
+    wrong = ld.sample_posterior_predictive(idata, density, var_names=["f"], predictions=True).predictions["f"]
+    assert np.max(np.abs(wrong.values[..., :2] - fitted[..., [3, 17]])) > 0.1
+    with pytest.raises(ld.ModelError, match=r"hsgp_basis: x\[1\]=25.0, outside the basis' domain \[.*\] \(c=2.0"):
+        ld.gp.hsgp_basis(np.array([1.0, 25.0]), 20, 2.0, train=x)
+    assert ld.gp.hsgp_basis(np.array([4.0]), 5, train=x)[0].shape == (1, 5)

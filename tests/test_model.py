@@ -147,3 +147,25 @@ def test_a_name_in_use_names_the_failing_call():
         m.observe("z", ld.Normal(0, 1), np.array([1j]))
     m.observe("y", ld.Normal(0, 1), y)  # the data node itself: the term of that name observes it
     assert [t.name for t in m.terms] == ["y"]
+
+
+def test_observe_takes_pymcs_observed_keyword():
+    """``m.observe(name, dist, observed=y)`` is ``m.observe(name, dist, y)``; both,
+    or neither, is an error saying so."""
+    y = np.array([0.3, -1.2, 0.8])
+    densities = []
+    for spelling in ({"observed": y}, {"value": y}):
+        m = ld.Model()
+        mu = m.param("mu", ld.Normal(0, 1))
+        m.observe("y", ld.Normal(mu, 1.0), **spelling)
+        densities.append(m.compile(backend="python"))
+    theta = np.array([0.4])
+    want = stats.norm(0, 1).logpdf(0.4) + stats.norm(0.4, 1).logpdf(y).sum()
+    for density in densities:
+        assert density.log_density(theta, propto=False) == pytest.approx(want, rel=1e-12)
+    m = ld.Model()
+    with pytest.raises(ModelError, match=r"observe 'y': give the observed data once, as the third argument or "
+                                         r"as observed= \(PyMC's spelling\); got both"):
+        m.observe("y", ld.Normal(0.0, 1.0), y, observed=y)
+    with pytest.raises(ModelError, match=r"observe 'y': give the observed data once.*got neither"):
+        m.observe("y", ld.Normal(0.0, 1.0))

@@ -344,3 +344,26 @@ def test_a_mixture_prior_under_an_expression_bound_is_refused_by_name():
             constraint=ld.interval(lo, 1.0))
     with pytest.raises(ModelError, match=r"parameter 'x': its constraint .* is not the support of its Mixture"):
         ld.sample_prior_predictive(m, draws=5, seed=1)
+
+
+@pytest.mark.slow  # compiles a GP regression: about 25 s on a loaded machine, 5 s from the cache
+def test_a_gp_term_at_new_inputs_is_refused_with_the_conditional_named():
+    """y ~ MvNormal(0, K(x) + sigma^2 I) drawn after set_data(x=x_new) would be the
+    GP's prior at x_new, ignoring y (issue 38: the draws' mean was about 0 where
+    y is sin(x)); a ModelError names the term, the data and ld.gp.Marginal. At
+    the inputs it was built with the term's replicates are drawn as before, and
+    prior predictive draws at new inputs are the prior's."""
+    x = np.linspace(0, 5, 8)
+    m = ld.Model()
+    alpha, rho = m.param("alpha", ld.HalfNormal(1.0)), m.param("rho", ld.Gamma(2.0, 1.0))
+    K = ld.add_diag(ld.gp.exp_quad(m.data("x", x), alpha, rho), 0.01)
+    m.observe("y", ld.MvNormal(np.zeros(8), scale_tril=ld.cholesky(K)), np.sin(x))
+    idata = _posterior({"alpha": np.ones(N), "rho": np.ones(N)})
+    density = m.compile()
+    assert ld.sample_posterior_predictive(idata, density, seed=1).posterior_predictive["y"].shape == (2, N // 2, 8)
+    density.set_data(x=x + 0.1)
+    with pytest.raises(ModelError, match=r"term 'y' reads the GP covariance gp.exp_quad\(x, .*of data 'x', which "
+                                         r"set_data changed.*ld.gp.Marginal.*gp.conditional"):
+        ld.sample_posterior_predictive(idata, density, seed=1, predictions=True)
+    # the prior predictive at new inputs is the GP's prior there: drawn
+    assert ld.sample_prior_predictive(density, draws=5, seed=1).prior_predictive["y"].shape == (1, 5, 8)

@@ -175,6 +175,8 @@ DISCRETE = [
     (ld.NegativeBinomial(1e3, 1e-2), _nbinom(1e3, 1e-2)),
     (ld.NegativeBinomial(10.0, 1e12), _nbinom(10.0, 1e12)),
     (ld.NegativeBinomialLog(1.0, 3.0), _nbinom(math.exp(1.0), 3.0)),
+    (ld.DiscreteUniform(0, 110), stats.randint(0, 111)),
+    (ld.DiscreteUniform(-3, 4), stats.randint(-3, 5)),
     (ld.Geometric(0.3), stats.geom(0.3, loc=-1)),
     (ld.Geometric(1e-6), stats.geom(1e-6, loc=-1)),
     (ld.Geometric(0.999), stats.geom(0.999, loc=-1)),

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from logdens.samplers.metric import (cholesky_lower, hamiltonian, identity_metric,
-                             inverse_transpose_lower, sample_momentum,
+                             inverse_transpose_lower, momentum_from_normal, sample_momentum,
                              set_inverse_metric_dense, velocity)
 from logdens.samplers.rng import make_state
 
@@ -63,3 +63,44 @@ def test_dense_metric_not_positive_definite_keeps_the_old_one():
     assert not set_inverse_metric_dense(metric, np.array([[1.0, 2.0], [2.0, 1.0]]), chol)
     np.testing.assert_array_equal(metric.inv_dense, before[0])
     np.testing.assert_array_equal(metric.momentum_factor, before[1])
+
+
+def _low_rank_metric(dim=7, rank=3, seed=0):
+    """A diagonal-plus-rank-``rank`` metric and its dense inverse ``S (I + U (L - I) U') S``."""
+    rng = np.random.default_rng(seed)
+    inv_diag = np.exp(rng.normal(size=dim))
+    u, _ = np.linalg.qr(rng.normal(size=(dim, rank)))
+    vals = np.array([50.0, 0.05, 3.0])[:rank]
+    s = np.sqrt(inv_diag)
+    metric = identity_metric(dim, False)._replace(
+        inv_diag=inv_diag, lr_vecs=np.ascontiguousarray((u * s[:, None]).T), lr_vals=vals)
+    dense = s[:, None] * (np.eye(dim) + u @ np.diag(vals - 1.0) @ u.T) * s[None, :]
+    return metric, dense
+
+
+def test_low_rank_velocity_equals_the_dense_product():
+    metric, dense = _low_rank_metric()
+    p, v = np.random.default_rng(1).normal(size=7), np.empty(7)
+    velocity(metric, p, v)
+    np.testing.assert_allclose(v, dense @ p, rtol=1e-12, atol=1e-12 * np.abs(dense @ p).max())
+
+
+def test_low_rank_momentum_map_is_a_square_root_of_m():
+    # p = T z with z ~ N(0, I) has covariance T T' = M = (M^{-1})^{-1}.
+    metric, dense = _low_rank_metric()
+    t = np.empty((7, 7))
+    for j, e in enumerate(np.eye(7)):
+        col = e.copy()
+        momentum_from_normal(metric, col)
+        t[:, j] = col
+    np.testing.assert_allclose(t @ t.T @ dense, np.eye(7), atol=1e-11)
+
+
+def test_low_rank_of_rank_zero_is_the_diagonal_metric():
+    metric, _ = _low_rank_metric()
+    plain = identity_metric(7, False)._replace(inv_diag=metric.inv_diag)
+    empty = metric._replace(lr_vecs=metric.lr_vecs[:0], lr_vals=metric.lr_vals[:0])
+    p, v, w = np.arange(7.0), np.empty(7), np.empty(7)
+    velocity(plain, p, v)
+    velocity(empty, p, w)
+    np.testing.assert_array_equal(v, w)

@@ -25,6 +25,14 @@ def test_same_seed_same_draws_whatever_the_cores():
     assert not np.array_equal(a.posterior["z"].values, d.posterior["z"].values)
 
 
+def test_low_rank_same_seed_same_draws_whatever_the_cores():
+    # Each chain's estimates run in numpy on its own thread.
+    a, b = run(cores=1, metric="low_rank"), run(cores=3, metric="low_rank")
+    np.testing.assert_array_equal(a.posterior["z"].values, b.posterior["z"].values)
+    np.testing.assert_array_equal(a.sample_stats["step_size"].values,
+                                  b.sample_stats["step_size"].values)
+
+
 def test_chains_differ_and_match_a_single_chain_run():
     many = run(cores=2)
     one = run(chains=1, cores=1)

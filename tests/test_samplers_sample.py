@@ -9,7 +9,7 @@ import pytest
 from logdens import samplers
 from logdens.samplers.diagnostics import SamplerWarning
 from test_samplers_targets import (EightSchools, NumbaTarget, correlated_gaussian,
-                                   funnel, normal_normal_target, std_normal)
+                                   funnel, gaussian, normal_normal_target, std_normal)
 
 # Eight schools non-centered, reference from a long run of this sampler
 # (8 chains x 100,000 draws, target_accept 0.9, seed 123; MCSE < 0.005),
@@ -37,16 +37,69 @@ def test_standard_normal_100d():
 
 
 @pytest.mark.slow
-def test_correlated_gaussian_with_dense_metric():
-    target, mean, cov = correlated_gaussian(rho=0.95, scales=(1.0, 10.0))
-    idata = samplers.nuts(target, seed=2, metric="dense", progress=False)
+@pytest.mark.parametrize("metric, rho, draws", [("dense", 0.95, 1000), ("low_rank", 0.99, 500)])
+def test_correlated_gaussian_with_a_metric_that_holds_the_correlation(metric, rho, draws):
+    """An adapted dense or low-rank metric makes the target isotropic (for the
+    low-rank one the correlation is a scaled eigenvalue of 0.01): moments right,
+    short trajectories."""
+    target, mean, cov = correlated_gaussian(rho=rho, scales=(1.0, 10.0))
+    idata = samplers.nuts(target, seed=2, metric=metric, progress=False, draws=draws)
     theta = idata.posterior["theta"].values
     assert np.max(np.abs(z_scores(theta, mean))) < Z_MAX
     centered = (theta - mean).reshape(-1, 2)
     prods = (centered[:, [0, 1, 0]] * centered[:, [0, 1, 1]]).reshape(theta.shape[:2] + (3,))
     assert np.max(np.abs(z_scores(prods, [cov[0, 0], cov[1, 1], cov[0, 1]]))) < Z_MAX
-    # An adapted dense metric makes the target isotropic: short trajectories.
     assert idata.sample_stats["tree_depth"].values.mean() < 2.5
+    assert idata.posterior.attrs["metric"] == metric
+
+
+def test_eight_schools_noncentered_with_low_rank_metric():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)  # a rare divergence is fine
+        idata = samplers.nuts(EightSchools(), seed=4, metric="low_rank", progress=False)
+    post = idata.posterior
+    assert abs(z_scores(post["mu"].values[..., None], EIGHT_SCHOOLS_MU)[0]) < Z_MAX
+    assert abs(z_scores(post["tau"].values[..., None], EIGHT_SCHOOLS_TAU)[0]) < Z_MAX
+
+
+def test_static_hmc_takes_the_low_rank_metric():
+    idata = samplers.hmc(EightSchools(), num_steps=8, metric="low_rank", draws=50, tune=150,
+                         chains=1, seed=6, target_accept=0.65, progress=False)
+    assert idata.posterior.attrs["metric"] == "low_rank"
+    assert np.isfinite(idata.posterior["mu"].values).all()
+
+
+def test_low_rank_needs_nutpies_warmup():
+    with pytest.raises(ValueError, match="adaptation='stan' with metric='low_rank'"):
+        samplers.nuts(EightSchools(), metric="low_rank", adaptation="stan", progress=False)
+    with pytest.raises(ValueError, match="'diag', 'dense' or 'low_rank'"):
+        samplers.nuts(EightSchools(), metric="lowrank", progress=False)
+
+
+def gradients_per_effective_draw(idata):
+    ess = float(arviz_stats.ess(idata, method="bulk", var_names=["theta"])["theta"].min())
+    return float(idata.sample_stats["n_steps"].values.sum()) / ess
+
+
+@pytest.mark.slow
+def test_low_rank_needs_far_fewer_gradients_on_a_correlated_100d_gaussian():
+    # Unit scales plus three directions with variances 400, 100 and 25: a
+    # diagonal metric cannot remove them (every coordinate has about the
+    # same variance), the low-rank one can.
+    rng = np.random.default_rng(5)
+    u, _ = np.linalg.qr(rng.normal(size=(100, 3)))
+    cov = np.eye(100) + u @ np.diag([399.0, 99.0, 24.0]) @ u.T
+    fdata = np.concatenate([np.zeros(100), np.linalg.inv(cov).ravel()])
+    target = NumbaTarget(gaussian, 100, fdata)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)  # diag's chains have not mixed
+        runs = {metric: samplers.nuts(target, seed=7, metric=metric, chains=2, tune=500,
+                                      draws=300, progress=False)
+                for metric in ("diag", "low_rank")}
+    cost = {metric: gradients_per_effective_draw(idata) for metric, idata in runs.items()}
+    assert cost["diag"] > 2.0 * cost["low_rank"], cost
+    theta = runs["low_rank"].posterior["theta"].values
+    assert np.max(np.abs(z_scores(theta @ u, 0.0))) < Z_MAX
 
 
 @pytest.mark.slow
