@@ -12,7 +12,9 @@ its own.
 
 At the end the terminal summary says how many kernel functions were compiled
 cold and how many came from numba's disk cache (``logdens.cache.COUNTS``,
-summed over the xdist workers), and how many numba cache files the run
+summed over the xdist workers), the test files that compiled the most
+(a cold compile costs 1-5 s of CPU time: they are where the suite's time
+goes), and how many numba cache files the run
 wrote, subprocesses included: in the pinned directory (kernels) and beside
 the package's own modules (the samplers' and distributions' functions).
 """
@@ -32,6 +34,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_DIRS = ("logdens", "samplers", "distributions")
 _BEFORE = pytest.StashKey()  # the numba cache files there before the run
 _COUNTS = pytest.StashKey()  # logdens.cache.COUNTS of every pytest process
+_BY_FILE = pytest.StashKey()  # cold compiles by test file, of every pytest process
+#: This process's cold compiles by test file (setup, call and teardown of its tests).
+COMPILED_BY_FILE = collections.Counter()
 
 
 def _numba_files(directory):
@@ -63,6 +68,7 @@ def pytest_configure(config):
     os.environ.setdefault("LOGDENS_CACHE_DIR", _session_dir(config))
     config.stash[_BEFORE] = (_numba_files(os.environ["LOGDENS_CACHE_DIR"]), _package_files())
     config.stash[_COUNTS] = collections.Counter()
+    config.stash[_BY_FILE] = collections.Counter()
 
 
 def pytest_collection_modifyitems(items):
@@ -74,19 +80,31 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.path not in slow)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    from logdens import cache
+    before = cache.COUNTS["compiled"]
+    yield
+    COMPILED_BY_FILE[item.path.name] += cache.COUNTS["compiled"] - before
+
+
 def pytest_sessionfinish(session):
     from logdens import cache
     config = session.config
     if "workerinput" in config.__dict__:
         config.workeroutput["logdens_counts"] = dict(cache.COUNTS)
+        config.workeroutput["logdens_by_file"] = dict(COMPILED_BY_FILE)
     elif _COUNTS in config.stash:
         config.stash[_COUNTS].update(cache.COUNTS)
+        config.stash[_BY_FILE].update(COMPILED_BY_FILE)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     """An xdist worker's counts, added to the run's."""
-    node.config.stash[_COUNTS].update(getattr(node, "workeroutput", {}).get("logdens_counts", {}))
+    output = getattr(node, "workeroutput", {})
+    node.config.stash[_COUNTS].update(output.get("logdens_counts", {}))
+    node.config.stash[_BY_FILE].update(output.get("logdens_by_file", {}))
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -99,6 +117,9 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_line(
         f"kernel functions in the pytest processes: {counts['compiled']} compiled cold, {counts['loaded']} "
         f"loaded from a disk cache; {counts['reused']} models reused in memory")
+    most = [f"{name} {n}" for name, n in config.stash[_BY_FILE].most_common(10) if n]
+    if most:
+        terminalreporter.write_line("most cold compiles (subprocesses not counted): " + ", ".join(most))
     numba_dir = os.environ.get("NUMBA_CACHE_DIR")
     terminalreporter.write_line(
         f"numba cache files written by the run (subprocesses included): {len(_numba_files(directory) - kernels)} "
