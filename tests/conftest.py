@@ -12,9 +12,9 @@ its own.
 
 At the end the terminal summary says how many kernel functions were compiled
 cold and how many came from numba's disk cache (``logdens.cache.COUNTS``,
-summed over the xdist workers), the test files that compiled the most
-(a cold compile costs 1-5 s of CPU time: they are where the suite's time
-goes), and how many numba cache files the run
+summed over the xdist workers), the 20 test files that took the most CPU
+time with their cold compiles (a compile of a model's kernel takes 0.3-5 s: most of
+the suite's time), and how many numba cache files the run
 wrote, subprocesses included: in the pinned directory (kernels) and beside
 the package's own modules (the samplers' and distributions' functions).
 """
@@ -22,6 +22,7 @@ the package's own modules (the samplers' and distributions' functions).
 import collections
 import glob
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -34,9 +35,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_DIRS = ("logdens", "samplers", "distributions")
 _BEFORE = pytest.StashKey()  # the numba cache files there before the run
 _COUNTS = pytest.StashKey()  # logdens.cache.COUNTS of every pytest process
-_BY_FILE = pytest.StashKey()  # cold compiles by test file, of every pytest process
-#: This process's cold compiles by test file (setup, call and teardown of its tests).
-COMPILED_BY_FILE = collections.Counter()
+_BY_FILE = pytest.StashKey()  # BY_FILE of every pytest process
+#: This process's cost by test file (setup, call and teardown of its tests):
+#: "cpu" seconds (the process's and the subprocesses it waited for) and
+#: "compiled" kernel functions (cold compiles in the process).
+BY_FILE = {"cpu": collections.Counter(), "compiled": collections.Counter()}
 
 
 def _numba_files(directory):
@@ -68,7 +71,7 @@ def pytest_configure(config):
     os.environ.setdefault("LOGDENS_CACHE_DIR", _session_dir(config))
     config.stash[_BEFORE] = (_numba_files(os.environ["LOGDENS_CACHE_DIR"]), _package_files())
     config.stash[_COUNTS] = collections.Counter()
-    config.stash[_BY_FILE] = collections.Counter()
+    config.stash[_BY_FILE] = {kind: collections.Counter() for kind in BY_FILE}
 
 
 def pytest_collection_modifyitems(items):
@@ -80,12 +83,24 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.path not in slow)
 
 
+def _cpu_seconds():
+    """CPU time of this process and of the subprocesses it has waited for."""
+    own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     from logdens import cache
-    before = cache.COUNTS["compiled"]
+    compiled, cpu = cache.COUNTS["compiled"], _cpu_seconds()
     yield
-    COMPILED_BY_FILE[item.path.name] += cache.COUNTS["compiled"] - before
+    BY_FILE["compiled"][item.path.name] += cache.COUNTS["compiled"] - compiled
+    BY_FILE["cpu"][item.path.name] += _cpu_seconds() - cpu
+
+
+def _add(total, by_file):
+    for kind, counts in by_file.items():
+        total[kind].update(counts)
 
 
 def pytest_sessionfinish(session):
@@ -93,10 +108,10 @@ def pytest_sessionfinish(session):
     config = session.config
     if "workerinput" in config.__dict__:
         config.workeroutput["logdens_counts"] = dict(cache.COUNTS)
-        config.workeroutput["logdens_by_file"] = dict(COMPILED_BY_FILE)
+        config.workeroutput["logdens_by_file"] = {kind: dict(counts) for kind, counts in BY_FILE.items()}
     elif _COUNTS in config.stash:
         config.stash[_COUNTS].update(cache.COUNTS)
-        config.stash[_BY_FILE].update(COMPILED_BY_FILE)
+        _add(config.stash[_BY_FILE], BY_FILE)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -104,7 +119,7 @@ def pytest_testnodedown(node, error):
     """An xdist worker's counts, added to the run's."""
     output = getattr(node, "workeroutput", {})
     node.config.stash[_COUNTS].update(output.get("logdens_counts", {}))
-    node.config.stash[_BY_FILE].update(output.get("logdens_by_file", {}))
+    _add(node.config.stash[_BY_FILE], output.get("logdens_by_file", {}))
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -117,9 +132,10 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_line(
         f"kernel functions in the pytest processes: {counts['compiled']} compiled cold, {counts['loaded']} "
         f"loaded from a disk cache; {counts['reused']} models reused in memory")
-    most = [f"{name} {n}" for name, n in config.stash[_BY_FILE].most_common(10) if n]
-    if most:
-        terminalreporter.write_line("most cold compiles (subprocesses not counted): " + ", ".join(most))
+    by_file = config.stash[_BY_FILE]
+    costly = [f"{name[:-3]} {cpu:.0f} s ({by_file['compiled'][name]})" for name, cpu in by_file["cpu"].most_common(20)]
+    terminalreporter.write_line("test files by CPU time, subprocesses waited for included (cold compiles in "
+                                "the pytest process): " + ", ".join(costly))
     numba_dir = os.environ.get("NUMBA_CACHE_DIR")
     terminalreporter.write_line(
         f"numba cache files written by the run (subprocesses included): {len(_numba_files(directory) - kernels)} "
