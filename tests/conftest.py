@@ -13,9 +13,9 @@ its own.
 At the end the terminal summary says how many kernel functions were compiled
 cold and how many came from numba's disk cache (``logdens.cache.COUNTS``,
 summed over the xdist workers), the 20 test files that took the most CPU
-time with their cold compiles (a compile of a model's kernel takes 0.3-5 s: most of
-the suite's time), and how many numba cache files the run
-wrote, subprocesses included: in the pinned directory (kernels) and beside
+time with their cold compiles (a compile of a model's kernel takes 0.3-5 s:
+most of the suite's time), and how many numba cache files the run wrote,
+subprocesses included: in the pinned directory (kernels) and beside
 the package's own modules (the samplers' and distributions' functions).
 """
 
