@@ -46,6 +46,7 @@ directory is then numba's and the user's to protect.
 """
 
 import atexit
+import collections
 import contextlib
 import functools
 import glob
@@ -71,6 +72,11 @@ KERNEL_MODULES = (event_transforms, gp, linalg_kernels)
 
 # Loaded modules by key: a model compiled twice in one process reuses them.
 _LOADED = {}
+#: What this process's generated modules cost, counted for the test suite's
+#: report (tests/conftest.py): "compiled" (a function numba found no pickle
+#: for: a cold compile), "loaded" (one loaded from numba's disk cache) and
+#: "reused" (a module this process had loaded already).
+COUNTS = collections.Counter()
 # Cache directories that could not be used, each mapped to the private
 # temporary directory this process uses instead.
 _FALLBACK = {}
@@ -242,10 +248,12 @@ class _GuardedCache:
 
     def load_overload(self, sig, target_context):
         try:
-            return self._cache.load_overload(sig, target_context)
+            loaded = self._cache.load_overload(sig, target_context)
         except Exception as error:
             self._drop("loaded", error, "compiling the function again")
-            return None
+            loaded = None
+        COUNTS["compiled" if loaded is None else "loaded"] += 1
+        return loaded
 
     def save_overload(self, sig, data):
         try:
@@ -301,6 +309,8 @@ def load(source, directory=None):
     """The generated module for ``source``, through the cache in ``directory``
     (default: ``configured_dir()``), writing or repairing its entry first."""
     k = key(source)
-    if k not in _LOADED:
+    if k in _LOADED:
+        COUNTS["reused"] += 1
+    else:
         _LOADED[k] = _execute(source, k, _usable_entry(directory, k, source))
     return _LOADED[k]

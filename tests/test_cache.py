@@ -1,5 +1,6 @@
 """``logdens.cache``: private directories, verified entries, atomic writes, fallback."""
 
+import collections
 import errno
 import math
 import os
@@ -234,6 +235,19 @@ def _compile_and_call(directory):
     _check_density(density)
     assert density.log_density(np.zeros(1)) == pytest.approx(-0.125, rel=1e-12)
     return density
+
+
+def test_counts_say_what_was_compiled_loaded_and_reused(tmp_path, monkeypatch):
+    """``cache.COUNTS``, which the test suite's summary reports (tests/conftest.py)."""
+    monkeypatch.setattr(cache, "COUNTS", collections.Counter())
+    _compile_and_call(tmp_path)  # an empty directory: every function compiled
+    compiled = cache.COUNTS["compiled"]
+    assert compiled >= 3 and cache.COUNTS == {"compiled": compiled}
+    _model().compile(cache_dir=tmp_path)
+    assert cache.COUNTS == {"compiled": compiled, "reused": 1}
+    cache.COUNTS.clear()
+    _compile_and_call(tmp_path)  # as a new process: every function loaded
+    assert cache.COUNTS == {"loaded": compiled}
 
 
 def _pickles(directory):

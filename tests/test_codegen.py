@@ -44,24 +44,44 @@ def expression(draw, p, depth=3):
     return draw(st.sampled_from(BINARY))(draw(expression(p, depth - 1)), draw(expression(p, depth - 1)))
 
 
-def model_with(draw):
+def model_with(pick):
+    """A model whose location, scale and potential are ``pick(p, slot)`` for
+    slots 0, 1, 2 (``p``: the leaves' parameters and data)."""
     m = ld.Model()
     p = {"a": m.param("a"), "s": m.param("s", ld.Exponential(1.0)), "b": m.param("b", ld.Normal(0, 1), shape=K),
          "w": m.param("w", constraint=ld.interval(-1.0, 2.0), shape=K), "beta": m.param("beta", shape=D),
          "q": m.param("q", shape=D, constraint=ld.simplex), "c": m.param("c", shape=2 * N),
          "d": m.param("d", ld.Normal(0, 2), shape=N), "x": m.data("x", DATA["x"]),
          "idx": m.data("idx", DATA["idx"]), "X": m.data("X", DATA["X"])}
-    loc = ld.sum(0.0 * p["x"]) + draw(expression(p))
-    scale = 0.5 + ld.softplus(draw(expression(p)))
+    loc = ld.sum(0.0 * p["x"]) + pick(p, 0)
+    scale = 0.5 + ld.softplus(pick(p, 1))
     m.observe("y", ld.Normal(loc, scale), DATA["y"])
-    m.potential("extra", 0.1 * ld.tanh(ld.sum(draw(expression(p)))))
+    m.potential("extra", 0.1 * ld.tanh(ld.sum(pick(p, 2))))
     return m, loc, scale
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_random_models(data):
-    m, loc, scale = model_with(data.draw)
+def node_plan(slot, n_leaves):
+    """Slot ``slot``'s part of the model of every node kind, as indices: its
+    leaves (every third from ``slot``), each leaf's unary operation, and the
+    binary operation joining each pair of them (over the three slots: every
+    leaf, every unary and every binary operation)."""
+    chosen = list(range(slot, n_leaves, 3))
+    return chosen, [i % len(UNARY) for i in chosen], [(slot + 3 * j) % len(BINARY) for j in range(len(chosen) // 2)]
+
+
+def every_node_kind(p, slot):
+    """Slot ``slot``'s expression of ``node_plan``: binary operations of unary
+    operations of leaves (the random models' depth), added."""
+    chosen, unary, binary = node_plan(slot, len(leaves(p)))
+    inner = [UNARY[u](leaves(p)[i]) for i, u in zip(chosen, unary)]
+    terms = [BINARY[op](inner[2 * j], inner[2 * j + 1]) for j, op in enumerate(binary)] + inner[2 * len(binary):]
+    return sum(terms[1:], terms[0])
+
+
+def check_random_model(m, loc, scale):
+    """The compiled model against the numpy interpreter, finite differences and
+    its Python twin; its gradient-only and jacobian=False kernels against the
+    full one; its per-sample rows dense and sparse."""
     density = m.compile()
     theta = np.random.default_rng(1).normal(scale=0.7, size=density.dim)
     values = {**DATA, **density.constrain(theta)}
@@ -85,6 +105,29 @@ def test_random_models(data):
     assert np.all(np.isfinite(rows))
 
 
+def test_a_model_of_every_node_kind():
+    """Every leaf, unary and binary operation of the random models, in one
+    model, whichever models hypothesis draws (each random model compiles
+    seven kernels, 15-25 s of CPU time cold: four are drawn, not eight)."""
+    plans = []
+
+    def pick(p, slot):
+        plans.append((len(leaves(p)), node_plan(slot, len(leaves(p)))))
+        return every_node_kind(p, slot)
+    check_random_model(*model_with(pick))
+    n_leaves = plans[0][0]
+    assert sorted(i for _, plan in plans for i in plan[0]) == list(range(n_leaves))
+    assert {u for _, plan in plans for u in plan[1]} == set(range(len(UNARY)))
+    assert {op for _, plan in plans for op in plan[2]} == set(range(len(BINARY)))
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_models(data):
+    """Random compositions (the node kinds themselves: ``test_a_model_of_every_node_kind``)."""
+    check_random_model(*model_with(lambda p, slot: data.draw(expression(p))))
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_plain_loops_agree_with_the_cpu_schedule(data):
@@ -93,7 +136,7 @@ def test_plain_loops_agree_with_the_cpu_schedule(data):
     thread runs) give the same log density, gradient, per-observation values and
     per-sample rows. Both run as plain Python; they differ in summation order
     only (rtol 1e-12)."""
-    m, _, _ = model_with(data.draw)
+    m, _, _ = model_with(lambda p, slot: data.draw(expression(p)))
     blocked, plain = (compile_model(m, backend="python", blocks=b) for b in (True, False))
     assert "for b0 in range" not in plain.source() and "scratch" not in plain.source()
     theta = np.random.default_rng(3).normal(scale=0.7, size=blocked.dim)

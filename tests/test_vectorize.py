@@ -233,8 +233,9 @@ def test_haswell_loops_are_vectorized(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"),
                LOGDENS_CACHE_DIR=str(tmp_path / "logdens"), **AVX2_ENV)
     code = "import json, test_vectorize as t; print(json.dumps([t.report(), t.kernel_report()]))"
+    # 800 s: below pytest-timeout's 900 s, so that subprocess.run's error names the build
     result = subprocess.run([sys.executable, "-c", code], env=env, cwd=os.path.dirname(__file__),
-                            capture_output=True, text=True, timeout=1800)
+                            capture_output=True, text=True, timeout=800)
     assert result.returncode == 0, result.stderr[-3000:]
     models, kernels = json.loads(result.stdout.splitlines()[-1])
     assert check(models, 4) == []
