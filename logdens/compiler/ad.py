@@ -93,12 +93,11 @@ class Builder:
         key = (id(node), at.name if isinstance(at, ir.Value) else at)
         if key in scope.values:
             return scope.values[key]
-        lower = LOWERINGS.get(type(node))
-        if lower is None or node_rule.shaped_only:
+        if node_rule.lowering is None:
             raise NotLowered(f"{node.label()}: {type(node).__name__} is not in the lowered program yet")
         out = self.new(scope, node.label())
         scope.values[key] = out
-        sweep = lower(self, node, out, scope, outer, at)
+        sweep = getattr(self, "_lower_" + node_rule.lowering)(node, out, scope, outer, at)
         if isinstance(sweep, ir.Value):  # the node is another value read elsewhere (a gather)
             scope.values[key] = sweep
             return sweep
@@ -378,16 +377,6 @@ class Builder:
         if lp.kind == "lp":
             return ir.Accumulate(lp, value, "shared")
         return ir.Store(lp, ir.At(row if row is not None else None), value)
-
-
-LOWERINGS = {
-    ex.Param: Builder._lower_param, ex.Data: Builder._lower_data,
-    ex.Unary: Builder._lower_elementwise, ex.Binary: Builder._lower_elementwise,
-    ex.Ternary: Builder._lower_elementwise, ex.LogPdf: Builder._lower_logpdf,
-    ex.Gather: Builder._lower_gather, ex.Slice: Builder._lower_slice, ex.Element: Builder._lower_element,
-    ex.Length: Builder._lower_length, ex.MatVec: Builder._lower_matvec, ex.Sum: Builder._lower_sum,
-    ex.LogSumExp: Builder._lower_logsumexp, ex.Cumsum: Builder._lower_cumsum,
-}
 
 
 def plate_source(node):
