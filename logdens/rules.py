@@ -345,6 +345,8 @@ class MatMulRule(Rule):
     operand (rows of data) times a whole right one, or two whole values
     (``logdens.shaped``)."""
 
+    lowering = "matmul"
+
     shaped_only = True
 
     def reads(self, node):
@@ -404,6 +406,8 @@ def _batched_axis(node, batch):
 class ReduceRule(Rule):
     """``ld.sum(x, axis=k)``, ``ld.logsumexp(x, axis=k)``."""
 
+    lowering = "reduce"
+
     shaped_only = True
 
     def reads(self, node):
@@ -424,6 +428,8 @@ class ReduceRule(Rule):
 
 class LogSoftmaxRule(Rule):
     """``ld.log_softmax(x)`` along the last axis."""
+
+    lowering = "log_softmax"
 
     shaped_only = True
 

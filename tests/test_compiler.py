@@ -171,9 +171,10 @@ def test_reductions_are_maps_before_the_terms_and_swept_back_after():
     assert any(isinstance(s, ir.Workspace) for s in statements)
 
 
-def test_terms_not_lowered_yet_are_named():
+def test_nodes_not_lowered_yet_are_named():
     m = ld.Model()
-    x = m.param("x", shape=3)
-    m.observe("y", ld.MvNormal(x, np.eye(3)), np.zeros(3))
-    with pytest.raises(NotLowered, match="term 'y'"):
+    x = m.param("x", ld.Normal(0, 1), shape=3)
+    s = m.param("s", ld.HalfNormal(1), shape=3)
+    m.observe("y", ld.MvNormal(x, scale_tril=ld.cholesky(ld.add_diag(np.eye(3), s))), np.zeros(3))
+    with pytest.raises(NotLowered, match="Cholesky is not in the lowered program yet"):
         m.compile().program()

@@ -14,14 +14,18 @@ once per call into its ``constrained`` buffer (``ir.Constrain``), an event
 transform's adjoints gathered in ``aconstrained`` and swept back after the
 terms (``ir.ConstrainAdjoint``); the log-Jacobians last, under ``jacobian``.
 
-Node types the program does not lower yet raise ``NotLowered``, naming the
-node: the terms with matrices, scans and whole-value linear algebra are the
-compiler issue's next steps.
+Values with an event shape (a data matrix's rows, ``X @ W``, a multivariate
+kernel's arguments) are lowered by the rules of ``logdens.compiler.events``:
+each node's lowering (``Rule.lowering``) serves a scalar and an event. Node
+types the program does not lower yet raise ``NotLowered``, naming the node:
+scans, whole-value linear algebra and Gaussian processes are the compiler
+issue's next steps.
 """
 
 from logdens import expr as ex
 from logdens import rules, validate
 from logdens.compiler import ir
+from logdens.compiler.events import Events, event_ranks, rows_of
 from logdens.expr import ModelError
 from logdens.ops import OPS
 
@@ -40,7 +44,9 @@ class Scope:
         self.forward, self.records, self.values = [], [], {}
 
     def adjoint_locals(self):
-        return [ir.Local(adjoint) for _, adjoint, _ in self.records if adjoint is not None]
+        """The adjoints zeroed: a scalar's a ``Local``, an event's array a ``Zero``."""
+        return [ir.Zero(adjoint.array()) if adjoint.event else ir.Local(adjoint)
+                for _, adjoint, _ in self.records if adjoint is not None]
 
     def reverse(self):
         out = []
@@ -49,7 +55,7 @@ class Scope:
         return out
 
 
-class Builder:
+class Builder(Events):
     """Builds the program of one model's gradient (``program``)."""
 
     def __init__(self, model, layout, gradient=True):
@@ -82,27 +88,34 @@ class Builder:
         return ir.Size("fixed", value=source.shape[0])
 
     # ----- values ---------------------------------------------------------
-    def value(self, node, scope, outer, at):
+    def value(self, node, scope, outer, at, rank=0):
         """The value of ``node`` at position ``at`` (None for a scalar; the scope's
-        row name; an ``ir.Value`` index), its statements added to ``scope``."""
+        row name; an ``ir.Value`` index), its statements added to ``scope``;
+        with ``rank``, its last ``rank`` axes one event (``events``): rows of
+        events, or one event per call where it has no more axes."""
         node_rule = rules.rule(node)
         if node_rule.constant:
             return float(node.value)
-        if node.shape == ():
+        rank = min(rank, node.ndim)
+        if node.ndim == rank:
             scope, at = outer, None
-        key = (id(node), at.name if isinstance(at, ir.Value) else at)
+        key = (id(node), at.name if isinstance(at, ir.Value) else at, rank)
         if key in scope.values:
             return scope.values[key]
         if node_rule.lowering is None:
             raise NotLowered(f"{node.label()}: {type(node).__name__} is not in the lowered program yet")
-        out = self.new(scope, node.label())
+        if node.ndim > rank + 1:
+            raise NotLowered(f"{node.label()}: a value of shape {node.shape} read as rows of events of rank "
+                             f"{rank} is not in the lowered program yet")
+        out = self.event_value(scope, node.label(), node.shape[node.ndim - rank:] if rank else ())
         scope.values[key] = out
         sweep = getattr(self, "_lower_" + node_rule.lowering)(node, out, scope, outer, at)
         if isinstance(sweep, ir.Value):  # the node is another value read elsewhere (a gather)
             scope.values[key] = sweep
             return sweep
         if sweep is not None and self.needs_grad(node):
-            adjoint = ir.Value("a" + out.name, out.plate, (), node.label())
+            adjoint = ir.Value("a" + out.name, out.plate, out.event, node.label())
+            scope.forward += self.array(scope, adjoint) if adjoint.event else []
             scope.records.append((out, adjoint, sweep))
             self.owner[out.name] = (scope, adjoint)
         return out
@@ -131,6 +144,8 @@ class Builder:
         return self.kinds[at.name]
 
     def _lower_param(self, node, out, scope, outer, at):
+        if out.event:
+            return self._event_param(node, out, scope, at)
         slot = self.layout.params[node.name]
         transform = type(slot.transform).__name__
         grad = ir.Buffer("grad", node.name, slot.offset)
@@ -161,6 +176,8 @@ class Builder:
         return sweep
 
     def _lower_data(self, node, out, scope, outer, at):
+        if out.event:
+            return self._event_data(node, out, scope, at)
         if node.ndim > 1:
             raise NotLowered(f"{node.label()}: a data matrix outside X @ beta is not in the lowered program yet")
         buffer = ir.Buffer("data", self.layout.data_name(node))
@@ -168,6 +185,8 @@ class Builder:
 
     def _lower_elementwise(self, node, out, scope, outer, at):
         op = OPS[node.op]
+        if out.event:
+            return self._event_elementwise(node, out, scope, outer, at, op)
         args = tuple(self.value(c, scope, outer, at) for c in node.children)
         scope.forward.append(ir.Let(out, node.op, args))
 
@@ -187,6 +206,8 @@ class Builder:
         return sweep
 
     def _lower_logpdf(self, node, out, scope, outer, at):
+        if node.spec.multivariate or out.event:
+            raise self.not_lowered(node, "a multivariate kernel inside an expression")
         args = tuple(self.value(c, scope, outer, at) for c in node.children)
         partials = tuple(self.new(scope, f"d{node.spec.name}/d{n}", "r") if self.needs_grad(c) else None
                          for n, c in zip(node.spec.arg_names, node.children))
@@ -343,7 +364,7 @@ class Builder:
         self.running = {}  # running sums are the term's own: filled in its outer, swept back after its rows
         lp = ir.Buffer("out", "out") if rows_out else ir.Buffer("lp", "lp")
         outer = Scope()
-        rows = next((a for a in term.args if a.shape != ()), None)
+        rows, ranks = rows_of(term), event_ranks(term)
         if rows is None:
             loop = outer
         else:
@@ -352,6 +373,16 @@ class Builder:
             value = self.value(term.value, loop, outer, loop.index)
             loop.forward.append(self._add(lp, value, loop.index))
             seed = self.push(term.value, value, 1.0, loop)
+        elif term.dist.spec.multivariate:
+            args = tuple(self.value(a, loop, outer, loop.index, r) for a, r in zip(term.args, ranks))
+            row, lines, seed = self.event_call(term.dist.spec, term.args, args, keep, loop, term.name)
+            loop.forward += lines + [self._add(lp, row, loop.index)]
+        elif any(ranks):  # a univariate kernel on rows of events
+            spec = term.dist.spec
+            args = tuple(self.value(a, loop, outer, loop.index, r) for a, r in zip(term.args, ranks))
+            checked = spec.takes_x_valid and validate.value_checked(term)
+            row, lines, seed = self.elementwise_call(spec, term.args, args, keep, checked, loop, term.name)
+            loop.forward += lines + [self._add(lp, row, loop.index)]
         else:
             args = tuple(self.value(a, loop, outer, loop.index) for a in term.args)
             spec = term.dist.spec
@@ -411,10 +442,6 @@ def gradient_program(model, layout, name="core"):
     summands of data alone that both leave out (``propto=False`` adds them)."""
     gradient = name == "core"
     builder = Builder(model, layout, gradient)
-    for term in model.terms:
-        if rules.shaped(term):
-            raise NotLowered(f"term {term.name!r}: terms with matrices or events are not in the lowered "
-                             "program yet")
     vectors = [p for p in layout.params.values() if p.shape != () and not p.transform.identity]
     body = [ir.Zero(ir.Buffer("grad", "grad"))] if gradient else []
     body += [ir.Constrain(p.name, type(p.transform).__name__) for p in vectors]

@@ -61,7 +61,7 @@ class Emitter:
             return f"{prefix}_{self.ident(buffer.name)}", "0"
         if kind == "data":
             return f"d_{self.layout.data[buffer.name].ident}", "0"
-        if kind in ("workspace", "block", "out"):
+        if kind in ("workspace", "block", "out", "event"):
             return buffer.name, "0"
         raise ValueError(f"no element of {buffer}")
 
@@ -150,6 +150,9 @@ class Emitter:
         if s.kind == "gather":
             ident = self.layout.data[s.array.name].ident
             return [f"{s.out.name} = i_{ident}[{self.arg(s.at)}]"]
+        if s.kind == "flat":
+            a, stride, b = s.at
+            return [f"{s.out.name} = {self.arg(a)} * {stride} + {self.arg(b)}"]
         if s.kind == "shift":
             start = s.node.bounds(self.size(s.size))[0]
             return [f"{s.out.name} = {start} + {s.node.step} * {self.arg(s.at)}"]
@@ -181,6 +184,29 @@ class Emitter:
         if s.through is not None:
             value += f" * dw_{self.ident(s.through.name)}[{j}]"
         return [f"for {j} in range({self.size(s.length)}):", f"    {self.element(s.dest, ir.At(j))} += {value}"]
+
+    def _view(self, s):
+        """An event as a flat view of the array that holds it (``ir.View``)."""
+        kind, size = s.buffer.kind, max(1, _size(s.out.event))
+        if kind in ("theta", "constrained"):
+            array, base = self.array(s.buffer)
+            if s.at.index is not None:  # row ``at`` of a matrix
+                base = plus(base, f"{self.arg(s.at.index)} * {size}")
+            return [f"{s.out.name} = {array}[{base}:{plus(base, size)}]  # {s.out.label}"]
+        slot = self.layout.data[s.buffer.name]
+        if s.at.index is not None:
+            return [f"{s.out.name} = d_{slot.ident}[{self.arg(s.at.index)}]  # {s.out.label}"]
+        return [f"{s.out.name} = d_{slot.ident}.reshape(({size},))  # {s.out.label}"]
+
+    def _eventcall(self, s):
+        def event(a):
+            if not isinstance(a, ir.Value) or len(a.event) < 2:
+                return self.arg(a)
+            return f"{a.name}.reshape({a.event!r})"
+        partials = [event(p) if p is not None else "None" for p in s.partials]
+        args = ", ".join(map(event, s.args))
+        return [f"{s.out.name} = {module_alias(s.spec)}.logpdf_grad({args}, {s.keep!r}, {s.work.name}, "
+                f"{', '.join(partials)})  # {s.out.label}"]
 
     def _local(self, s):
         return [f"{s.out.name} = {literal(s.init)}"]
@@ -262,6 +288,13 @@ class Emitter:
         if otherwise:
             return [f"if {s.flag}:"] + indent(body or ["pass"]) + ["else:"] + indent(otherwise)
         return [f"if {s.flag}:"] + indent(body) if body else []
+
+
+def _size(event):
+    out = 1
+    for n in event:
+        out *= n
+    return out
 
 
 def _block_buffers(statement):
