@@ -266,15 +266,15 @@ class Builder(Events):
     def _lower_sum(self, node, out, scope, outer, at):
         arg = node.children[0]
         plate = ir.Plate(self.fresh("sum"), self.size(arg))
-        loop = Scope(plate, self.fresh("i"))
-        element = self.value(arg, loop, outer, loop.index)
-        outer.forward += [ir.Local(out), ir.Map(plate, loop.index, tuple(loop.forward) + (
-            ir.Accumulate(out, element, "shared"),), pair=plate.name)]
+        loop, rank = Scope(plate, self.fresh("i")), max(arg.ndim - 1, 0)  # a matrix: rows of events
+        element = self.value(arg, loop, outer, loop.index, rank)
+        adds = self.total(element, out, "shared") if rank else [ir.Accumulate(out, element, "shared")]
+        outer.forward += [ir.Local(out), ir.Map(plate, loop.index, tuple(loop.forward + adds), pair=plate.name)]
 
         def sweep(a):
             back = Scope(plate, loop.index)  # the forward map's row name: a pass may fuse the two
-            x = self.value(arg, back, outer, back.index)
-            seed = self.push(arg, x, a, back)
+            x = self.value(arg, back, outer, back.index, rank)
+            seed = self.spread(arg, x, a, back)
             body = back.forward + back.adjoint_locals() + seed + back.reverse()
             return [ir.Map(plate, back.index, tuple(body), pair=plate.name, seed=a)]
         return sweep
@@ -369,10 +369,14 @@ class Builder(Events):
             loop = outer
         else:
             loop = Scope(ir.Plate(term.name, self.size(rows)), self.fresh("i"))
-        if term.dist is None:
-            value = self.value(term.value, loop, outer, loop.index)
-            loop.forward.append(self._add(lp, value, loop.index))
-            seed = self.push(term.value, value, 1.0, loop)
+        if term.dist is None:  # a matrix's rows: each adds its event's elements
+            rank = max(term.value.ndim - 1, 0)
+            value = self.value(term.value, loop, outer, loop.index, rank)
+            if rank:
+                row = self.new(loop, term.name, "lp")
+                loop.forward += [ir.Local(row)] + self.total(value, row, "local")
+            loop.forward.append(self._add(lp, row if rank else value, loop.index))
+            seed = self.spread(term.value, value, 1.0, loop)
         elif term.dist.spec.multivariate:
             args = tuple(self.value(a, loop, outer, loop.index, r) for a, r in zip(term.args, ranks))
             row, lines, seed = self.event_call(term.dist.spec, term.args, args, keep, loop, term.name)

@@ -79,6 +79,21 @@ class Events:
             args.append(arg)
         return args
 
+    def total(self, x, dest, kind):
+        """Statements adding event ``x``'s elements into the scalar ``dest``."""
+        plate, j = self.over(x.event)
+        body = []
+        xj = self.element(x, j, body, plate)
+        return [ir.Map(plate, j, tuple(body) + (ir.Accumulate(dest, xj, kind),))]
+
+    def spread(self, node, x, a, scope):
+        """Statements adding ``a`` into the adjoint of each element of ``node``'s
+        event ``x`` (or of the scalar): the reverse of ``total``."""
+        if not (isinstance(x, ir.Value) and x.event):
+            return self.push(node, x, a, scope)
+        plate, j = self.over(x.event)
+        return [ir.Map(plate, j, tuple(self.push_at(node, x, a, scope, j)))]
+
     def not_lowered(self, node, what):
         from logdens.compiler.ad import NotLowered
         return NotLowered(f"{node.label()}: {type(node).__name__} with {what} is not in the lowered program yet")
@@ -135,8 +150,10 @@ class Events:
         def sweep(a):
             plate, j = self.over(out.event)
             body = []
-            xs = [self.element(x, j, body, plate) for x in args]
-            aj, vj = self.element(a, j, body, plate), self.element(out, j, body, plate)
+            aj = self.element(a, j, body, plate)
+            if any(d not in ("0.0", "-0.0", "1.0") for d in op.derivatives):  # partials read the operands
+                xs = [self.element(x, j, body, plate) for x in args]
+                vj = self.element(out, j, body, plate)
             for k, (child, arg, d) in enumerate(zip(node.children, args, op.derivatives)):
                 if not self.needs_grad(child) or d in ("0.0", "-0.0"):
                     continue
@@ -247,21 +264,19 @@ class Events:
             raise self.not_lowered(node, f"axis {node.axis} of shape {child.shape}")
         x = self.value(child, scope, outer, at, 1)
         if node.op == "sum":
-            plate, j = self.over(x.event)
-            body = []
-            xj = self.element(x, j, body, plate)
-            scope.forward += [ir.Local(out), ir.Map(plate, j, tuple(body) + (ir.Accumulate(out, xj, "local"),))]
+            scope.forward += [ir.Local(out)] + self.total(x, out, "local")
         else:
             scope.forward += self.log_sum_exp(x, out, scope)
 
         def sweep(a):
+            if node.op == "sum":
+                return self.spread(child, x, a, scope)
             plate, j = self.over(x.event)
-            body, contribution = [], a
-            if node.op != "sum":
-                xj = self.element(x, j, body, plate)
-                d, w, contribution = (ir.Value(self.fresh("t"), plate.name, (), label)
-                                      for label in ("x - lse", "exp(x - lse)", node.label()))
-                body += [ir.Let(d, "sub", (xj, out)), ir.Let(w, "exp", (d,)), ir.Let(contribution, "mul", (a, w))]
+            body = []
+            xj = self.element(x, j, body, plate)
+            d, w, contribution = (ir.Value(self.fresh("t"), plate.name, (), label)
+                                  for label in ("x - lse", "exp(x - lse)", node.label()))
+            body += [ir.Let(d, "sub", (xj, out)), ir.Let(w, "exp", (d,)), ir.Let(contribution, "mul", (a, w))]
             return [ir.Map(plate, j, tuple(body + self.push_at(child, x, contribution, scope, j)))]
         return sweep
 
