@@ -15,12 +15,19 @@ import warnings
 
 import numpy as np
 
+import bench_mlp
 import engine_models
 import machine
 from logdens.compiler import cpu_program, emit
 from logdens.expr import ModelWarning
 
-MODELS = ["poisson", "normal", "potential", "bernoulli_logit", "logistic", "hierarchical"]
+#: Model builders ``f(n, rng) -> (model, ...)``: the engine models, and a shaped
+#: one (events per row: ``bench_mlp``'s 10-32-32-10 network, the engine's
+#: ``logdens.shaped`` against the program's event maps).
+SOURCES = {**{name: getattr(engine_models, name) for name in
+              ("poisson", "normal", "potential", "bernoulli_logit", "logistic", "hierarchical")},
+           "mlp": bench_mlp.network}
+MODELS = list(SOURCES)
 
 
 def turns(functions, rounds=15, budget=0.02):
@@ -43,7 +50,7 @@ def turns(functions, rounds=15, budget=0.02):
 
 
 def row(name, n):
-    model, *_ = getattr(engine_models, name)(n, np.random.default_rng(0))
+    model, *_ = SOURCES[name](n, np.random.default_rng(0))
     density = model.compile()
     module = emit.load(emit.source(cpu_program(density.model, density.layout), density.model, density.layout))
     theta = np.random.default_rng(1).normal(0.0, 0.1, density.dim)

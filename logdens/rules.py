@@ -449,6 +449,8 @@ class LogSoftmaxRule(Rule):
 class TransposeRule(Rule):
     """``x.T`` of a whole matrix."""
 
+    lowering = "transpose"
+
     shaped_only = True
 
     def reads(self, node):
@@ -467,6 +469,8 @@ class TransposeRule(Rule):
 class ReshapeRule(Rule):
     """``x.reshape(shape)``, ``x[:, None]``: the same elements, so the same flat
     positions in a buffer; rows of data keep their axis (``Reshape.keeps_rows``)."""
+
+    lowering = "reshape"
 
     shaped_only = True
 
@@ -496,6 +500,8 @@ class ReshapeRule(Rule):
 class TakeRule(Rule):
     """``x[i]``, ``x[:, j]`` of a matrix."""
 
+    lowering = "take"
+
     shaped_only = True
 
     def reads(self, node):
@@ -518,6 +524,8 @@ class TakeRule(Rule):
 class SliceAxisRule(TakeRule):
     """``W[1:]``, ``W[:, :-1]``: constant bounds along one axis (its length pinned),
     read as ``Take`` reads its position."""
+
+    lowering = "slice_axis"
 
     def evaluate(self, node, args, values, batch):
         (x,) = lifted_each(node, args, batch)

@@ -215,7 +215,22 @@ def multivariate():
     return m
 
 
-EVENT_MODELS = {"softmax_regression": softmax_regression, "network": network, "multivariate": multivariate}
+def event_positions():
+    """A whole matrix's transpose, a constant position and a slice along a row's
+    event, a whole matrix's row read element by element, and a reshape."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(20, 4))
+    m = ld.Model()
+    W, V = m.param("W", ld.Normal(0, 1), shape=(3, 4)), m.param("V", ld.Normal(0, 1), shape=(4, 3))
+    m.observe("y", ld.Normal((m.data("X", X) @ W.T)[:, 1], 1.0), rng.normal(size=20))
+    m.observe("z", ld.CategoricalLogit((m.data("X2", X) @ V)[:, 1:]), rng.integers(0, 2, 20))
+    m.observe("w", ld.Normal(W[1], 1.0), rng.normal(size=4))
+    m.potential("r", -ld.sum(ld.square(V.reshape((12,)))))
+    return m
+
+
+EVENT_MODELS = {"softmax_regression": softmax_regression, "network": network, "multivariate": multivariate,
+                "event_positions": event_positions}
 
 
 @pytest.mark.parametrize("name", EVENT_MODELS)

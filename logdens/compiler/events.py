@@ -11,8 +11,11 @@ into it element by element. A multivariate kernel is an ``ir.EventCall``.
 
 Lowered so far: parameters, data, elementwise ops (an event and scalars),
 ``a @ b`` with a vector or matrix on the right, ``log_softmax`` and a sum or
-log-sum-exp over a vector event, and multivariate kernels. The other shaped
-node types raise ``NotLowered`` naming them.
+log-sum-exp over a vector event, a whole matrix's transpose, constant
+positions and slices along an event's axis, reshapes, and kernels
+(multivariate, and univariate on rows of a matrix). The other shaped node
+types (scans, linear algebra, Gaussian processes) raise ``NotLowered``
+naming them.
 """
 
 import math
@@ -60,8 +63,8 @@ class Events:
         return [ir.Accumulate(adjoint, contribution, kind)]
 
     def flat(self, plate, body, a, stride, b):
-        """The position ``a * stride + b`` as an index statement of ``body``."""
-        k = ir.Value(self.fresh("k"), plate.name, (), "position")
+        """The position ``a * stride + b`` as an index statement of ``body`` (in a map over ``plate``)."""
+        k = ir.Value(self.fresh("k"), plate.name if plate else None, (), "position")
         body.append(ir.Index(k, "flat", at=(a, stride, b)))
         return k
 
@@ -279,6 +282,105 @@ class Events:
             body += [ir.Let(d, "sub", (xj, out)), ir.Let(w, "exp", (d,)), ir.Let(contribution, "mul", (a, w))]
             return [ir.Map(plate, j, tuple(body + self.push_at(child, x, contribution, scope, j)))]
         return sweep
+
+    def copy(self, x, out, scope, loops, positions):
+        """``out``'s elements from ``x``'s at other positions: ``loops`` the lengths of
+        nested maps, ``positions(body, names) -> (out's, x's)`` flat positions;
+        the sweep adds each element's adjoint back at its position in ``x``."""
+        plates = [(ir.Plate(self.fresh("e"), ir.Size("fixed", value=n)), self.fresh("j")) for n in loops]
+
+        def nest(body):
+            for plate, j in reversed(plates):
+                body = [ir.Map(plate, j, tuple(body))]
+            return body
+        names, inner = [j for _, j in plates], plates[-1][0]
+        body = []
+        to, at = positions(body, names)
+        xj = self.element(x, at, body, inner, at)
+        scope.forward += self.array(scope, out) + nest(body + [ir.Store(out.array(), ir.At(to), xj)])
+
+        def sweep(a, node):
+            body = []
+            to, at = positions(body, names)
+            aj = self.element(a, to, body, inner, to)
+            return nest(body + self.push_at(node, x, aj, scope, at))
+        return sweep
+
+    def _lower_transpose(self, node, out, scope, outer, at):
+        """``x.T`` of a whole matrix: element ``(a, b)`` is ``x``'s ``(b, a)``."""
+        (child,) = node.children
+        if node.ndim != 2 or len(out.event) != 2:
+            raise self.not_lowered(node, f"shape {node.shape} read as rows")
+        x = self.value(child, scope, outer, at, 2)
+        r, c = child.shape
+
+        def positions(body, names):
+            return self.flat(None, body, names[0], r, names[1]), self.flat(None, body, names[1], c, names[0])
+        sweep = self.copy(x, out, scope, (c, r), positions)
+        return lambda a: sweep(a, child)
+
+    def _lower_take(self, node, out, scope, outer, at):
+        """``x[i]``, ``x[:, j]``: a constant position along one axis of an event."""
+        return self._pick(node, out, scope, outer, at, node.position, 1, None)
+
+    def _lower_slice_axis(self, node, out, scope, outer, at):
+        """``W[1:]``, ``x[:, :-1]``: constant bounds along one axis of an event."""
+        return self._pick(node, out, scope, outer, at, node.start, node.step, node.shape[node.axis])
+
+    def _pick(self, node, out, scope, outer, at, start, step, count):
+        """Positions ``start + step * r`` (``r < count``; None: the one position, the
+        axis dropped) along ``node.axis`` of its child's event."""
+        (child,) = node.children
+        rowed = node.ndim > len(out.event)
+        if rowed and node.axis == 0 and count is None and child.ndim == 2 and not out.event:
+            return self._row_of_whole(node, out, scope, outer, at)
+        if (rowed and node.axis == 0) or (not out.event and not rowed):
+            raise self.not_lowered(node, f"axis {node.axis} of shape {child.shape} read as rows")
+        x = self.value(child, scope, outer, at, child.ndim - (1 if rowed else 0))
+        axis = node.axis - (1 if rowed else 0)
+        pre, n, post = math.prod(x.event[:axis]), x.event[axis], math.prod(x.event[axis + 1:])
+        if not out.event:  # one element of a row's vector: a scalar per row
+            scope.forward.append(ir.Load(out, x.array(), ir.At(start)))
+            return lambda a: self.push_at(child, x, a, scope, start)
+        kept = 1 if count is None else count
+
+        def positions(body, names):
+            o, r, u = names
+            along = self.flat(None, body, r, step, start)  # start + step * r
+            row, picked = self.flat(None, body, o, n, along), self.flat(None, body, o, kept, r)
+            return self.flat(None, body, picked, post, u), self.flat(None, body, row, post, u)
+        sweep = self.copy(x, out, scope, (pre, kept, post), positions)
+        return lambda a: sweep(a, child)
+
+    def _row_of_whole(self, node, out, scope, outer, at):
+        """``W[i]`` of a whole matrix, read one element per row: ``W``'s element
+        ``(i, row)``."""
+        (child,) = node.children
+        x = self.value(child, scope, outer, at, 2)
+        k = self.flat(scope.plate, scope.forward, node.position, child.shape[1], at)
+        scope.forward.append(ir.Load(out, x.array(), ir.At(k)))
+        return lambda a: self.push_at(child, x, a, scope, k)
+
+    def _lower_reshape(self, node, out, scope, outer, at):
+        """``x.reshape(shape)``: the same flat elements, so ``x``'s array itself with
+        another event shape (its adjoint ``x``'s too)."""
+        (child,) = node.children
+        rowed = node.ndim > len(out.event)
+        if rowed and not out.event:  # one element per row: of the row's event, or of the whole
+            x = self.value(child, scope, outer, at, child.ndim - (1 if node.keeps_rows else 0))
+            position = 0 if node.keeps_rows else at
+            if isinstance(x, ir.Value) and not x.event:  # a scalar per row already
+                return x
+            if not isinstance(x, ir.Value) or (node.keeps_rows and math.prod(x.event) != 1):
+                raise self.not_lowered(node, f"shape {child.shape} to {node.shape}")
+            scope.forward.append(ir.Load(out, x.array(), ir.At(position)))
+            return lambda a: self.push_at(child, x, a, scope, position)
+        if rowed and not node.keeps_rows:
+            raise self.not_lowered(node, f"shape {child.shape} to {node.shape} read as rows")
+        x = self.value(child, scope, outer, at, child.ndim - (1 if rowed else 0))
+        if not (isinstance(x, ir.Value) and x.event and out.event) or math.prod(x.event) != math.prod(out.event):
+            raise self.not_lowered(node, f"shape {child.shape} to {node.shape}")
+        return x._replace(event=out.event)
 
     # ----- multivariate kernels -------------------------------------------
     def event_call(self, spec, term_args, args, keep, loop, label):
