@@ -20,6 +20,7 @@ naming them.
 
 import math
 
+from logdens import sizes
 from logdens.compiler import ir
 
 
@@ -139,6 +140,8 @@ class Events:
         if node.ndim > 2:
             raise self.not_lowered(node, f"{node.ndim} axes")
         whole = node.ndim == len(out.event)
+        if whole and sizes.runtime_rows(node):  # set_data may change its rows: a length read at run time
+            raise self.not_lowered(node, "named data read whole (its rows a run-time length)")
         scope.forward.append(ir.View(out, ir.Buffer("data", self.layout.data_name(node)), ir.At(None if whole else at)))
 
     def _event_elementwise(self, node, out, scope, outer, at, op):
