@@ -60,7 +60,9 @@ def row(name, n):
     fdata, idata = density.fdata, density.idata
     old, new = turns([lambda: density._module.core(theta, old_grad, fdata, idata, True),
                       lambda: module.core(theta, new_grad, fdata, idata, True)])
-    assert np.allclose(old_grad, new_grad, rtol=1e-12, atol=0)
+    # the parity gate's test: sums in another order (the network's BLAS blocks) round
+    # differently, relative to max(1, |g|) where an entry is itself a cancellation
+    assert np.all(np.abs(old_grad - new_grad) <= 1e-12 * np.maximum(1.0, np.abs(old_grad)))
     return f"| {name} | {n} | {old * 1e6:.1f} | {new * 1e6:.1f} | {new / old:.2f} |"
 
 
