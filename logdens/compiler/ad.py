@@ -25,13 +25,8 @@ issue's next steps.
 from logdens import expr as ex
 from logdens import rules, validate
 from logdens.compiler import ir
-from logdens.compiler.events import Events, event_ranks, rows_of
-from logdens.expr import ModelError
+from logdens.compiler.events import Events, NotLowered, event_ranks, rows_of
 from logdens.ops import OPS
-
-
-class NotLowered(ModelError):
-    """A node type the lowered program does not handle yet."""
 
 
 class Scope:
@@ -115,7 +110,7 @@ class Builder(Events):
             return sweep
         if sweep is not None and self.needs_grad(node):
             adjoint = ir.Value("a" + out.name, out.plate, out.event, node.label())
-            scope.forward += self.array(scope, adjoint) if adjoint.event else []
+            scope.forward += self.declared(adjoint) if adjoint.event else []
             scope.records.append((out, adjoint, sweep))
             self.owner[out.name] = (scope, adjoint)
         return out

@@ -22,6 +22,11 @@ import math
 
 from logdens import sizes
 from logdens.compiler import ir
+from logdens.expr import ModelError
+
+
+class NotLowered(ModelError):
+    """A node type the lowered program does not handle yet."""
 
 
 def event_size(event):
@@ -32,7 +37,7 @@ def event_size(event):
 class Events:
     """The event lowerings of ``ad.Builder`` (see the module docstring)."""
 
-    def array(self, scope, value):
+    def declared(self, value):
         """Statements declaring event ``value``'s array (a workspace of its size)."""
         return [ir.Workspace(value.array(), ir.Size("fixed", value=event_size(value.event)))]
 
@@ -99,7 +104,6 @@ class Events:
         return [ir.Map(plate, j, tuple(self.push_at(node, x, a, scope, j)))]
 
     def not_lowered(self, node, what):
-        from logdens.compiler.ad import NotLowered
         return NotLowered(f"{node.label()}: {type(node).__name__} with {what} is not in the lowered program yet")
 
     # ----- node types -----------------------------------------------------
@@ -151,7 +155,7 @@ class Events:
         xs = [self.element(a, j, body, plate) for a in args]
         v = ir.Value(self.fresh("v"), plate.name, (), node.label())
         body += [ir.Let(v, node.op, tuple(xs)), ir.Store(out.array(), ir.At(j), v)]
-        scope.forward += self.array(scope, out) + [ir.Map(plate, j, tuple(body))]
+        scope.forward += self.declared(out) + [ir.Map(plate, j, tuple(body))]
 
         def sweep(a):
             plate, j = self.over(out.event)
@@ -205,7 +209,7 @@ class Events:
         t = ir.Value(self.fresh("t"), inner.name, (), "product")
         inside += [ir.Let(t, "mul", (x, y)), ir.Accumulate(total, t, "local")]
         after = [] if scalar else [ir.Store(out.array(), ir.At(at_out), total)]
-        scope.forward += ([] if scalar else self.array(scope, out)) + loops(before + [ir.Local(total)], inside, after)
+        scope.forward += ([] if scalar else self.declared(out)) + loops(before + [ir.Local(total)], inside, after)
 
         def sweep(adjoint):
             before, inside = [], []
@@ -246,7 +250,7 @@ class Events:
         xj = self.element(x, j, body, plate)
         y = ir.Value(self.fresh("t"), plate.name, (), node.label())
         body += [ir.Let(y, "sub", (xj, lse)), ir.Store(out.array(), ir.At(j), y)]
-        scope.forward += self.array(scope, out) + self.log_sum_exp(x, lse, scope) + [ir.Map(plate, j, tuple(body))]
+        scope.forward += self.declared(out) + self.log_sum_exp(x, lse, scope) + [ir.Map(plate, j, tuple(body))]
 
         def sweep(a):
             s = self.new(scope, "sum of adjoints", "t")
@@ -300,7 +304,7 @@ class Events:
         body = []
         to, at = positions(body, names)
         xj = self.element(x, at, body, inner, at)
-        scope.forward += self.array(scope, out) + nest(body + [ir.Store(out.array(), ir.At(to), xj)])
+        scope.forward += self.declared(out) + nest(body + [ir.Store(out.array(), ir.At(to), xj)])
 
         def sweep(a, node):
             body = []
@@ -400,7 +404,7 @@ class Events:
                 continue
             event = arg.event if isinstance(arg, ir.Value) else ()
             partial = self.event_value(loop, f"d{label}/d{node.label()}", event or (1,), "r")
-            lines += self.array(loop, partial) + [ir.Zero(partial.array())]
+            lines += self.declared(partial) + [ir.Zero(partial.array())]
             partials.append(partial)
         row = self.new(loop, label, "lp")
         lines.append(ir.EventCall(row, spec, args, keep, work, tuple(partials)))
@@ -436,7 +440,7 @@ class Events:
                 partials.append(None)
             elif isinstance(arg, ir.Value) and arg.event:
                 partial = self.event_value(loop, f"d{label}/d{node.label()}", event, "r")
-                lines += self.array(loop, partial)
+                lines += self.declared(partial)
                 partials.append(partial)
             else:
                 partial = self.new(loop, f"d{label}/d{node.label()}", "r")
