@@ -175,7 +175,7 @@ def test_nodes_not_lowered_yet_are_named():
     m = ld.Model()
     x = m.param("x", ld.Normal(0, 1), shape=3)
     s = m.param("s", ld.HalfNormal(1), shape=3)
-    m.observe("y", ld.MvNormal(x, scale_tril=ld.cholesky(ld.add_diag(np.eye(3), s))), np.zeros(3))
+    m.observe("y", ld.MvNormal(x, scale_tril=ld.cholesky(ld.add_diag(np.eye(3), s))), np.zeros((2, 3)))
     with pytest.raises(NotLowered, match="Cholesky is not in the lowered program yet"):
         m.compile().program()
 
