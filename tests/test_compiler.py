@@ -229,8 +229,20 @@ def event_positions():
     return m
 
 
+def ordered_regression():
+    """``X @ beta`` in blocks of rows where the term's kernel is multivariate (ordered
+    cutpoints), so X is stored row by row (the block product read it as columns)."""
+    rng = np.random.default_rng(8)
+    m = ld.Model()
+    beta = m.param("beta", ld.Normal(0.0, 2.0), shape=2)
+    c = m.param("c", ld.Normal(0.0, 5.0), shape=3, constraint=ld.ordered)
+    m.observe("y", ld.OrderedLogistic(ld.matmul(m.data("x", rng.normal(size=(60, 2))), beta), c),
+              rng.integers(0, 4, size=60))
+    return m
+
+
 EVENT_MODELS = {"softmax_regression": softmax_regression, "network": network, "multivariate": multivariate,
-                "event_positions": event_positions}
+                "event_positions": event_positions, "ordered_regression": ordered_regression}
 
 
 @pytest.mark.parametrize("name", EVENT_MODELS)

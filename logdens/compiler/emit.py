@@ -258,6 +258,9 @@ class Emitter:
 
     def _blockproduct(self, s):
         X, size = f"d_{self.layout.data[s.matrix.name].ident}", self.layout.params[s.vector.name].constrained_size
+        if self.layout.data[s.matrix.name].row_major:  # stored row by row (read whole elsewhere): a row's dot
+            return ["for r in range(b1 - b0):", "    acc = 0.0", f"    for j in range({size}):",
+                    f"        acc += {X}[b0 + r, j] * v{s.buffer.name}[j]", f"    {s.buffer.name}[r] = acc"]
         return [f"{s.buffer.name}[:b1 - b0] = 0.0"] + column_groups(
             size, lambda cols: product_group(X, s.buffer.name, cols))
 
@@ -268,6 +271,9 @@ class Emitter:
         def sink(c):
             scale = f"dw_{self.ident(s.through.name)}[{c}] * " if s.through is not None else ""
             return lambda value: f"{self.element(s.dest, ir.At(c))} += {scale}{value}"
+        if self.layout.data[s.matrix.name].row_major:  # stored row by row: the column sums row by row
+            return ["for j in range(" + str(size) + "):", "    acc = 0.0", "    for r in range(b1 - b0):",
+                    f"        acc += {X}[b0 + r, j] * {s.adjoints.name}[r]", "    " + sink("j")("acc")]
         return column_groups(size, lambda cols: transposed_group(X, product, cols, [sink(c) for c in cols]))
 
     def _blockgather(self, s):
