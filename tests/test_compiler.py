@@ -203,13 +203,16 @@ def network():
 
 
 def multivariate():
-    """MvNormal rows with a data Cholesky factor and a positive scale, a Dirichlet
-    prior on a simplex and Categorical draws of it."""
+    """MvNormal rows with a data Cholesky factor and a positive scale, and with a
+    scaled correlation factor (LKJ); a Dirichlet prior on a simplex and
+    Categorical draws of it."""
     rng = np.random.default_rng(6)
     L = np.linalg.cholesky(np.array([[1.0, 0.3, 0.1], [0.3, 2.0, 0.2], [0.1, 0.2, 1.5]]))
     m = ld.Model()
     mu, s = m.param("mu", ld.Normal(0, 1), shape=3), m.param("s", ld.HalfNormal(1), shape=3)
     m.observe("y", ld.MvNormal(mu * s, scale_tril=L), rng.normal(size=(20, 3)))
+    corr = m.param("corr", ld.LKJCholesky(3, 2.0))  # a (3,) scale broadcast against a (3, 3) factor
+    m.observe("z", ld.MvNormal(np.zeros(3), scale_tril=ld.diag_pre_multiply(s, corr)), rng.normal(size=(10, 3)))
     p = m.param("p", ld.Dirichlet(np.array([2.0, 1.0, 3.0])))
     m.observe("c", ld.Categorical(p), np.array([0, 1, 2, 2, 1]))
     return m
@@ -226,6 +229,8 @@ def event_positions():
     m.observe("z", ld.CategoricalLogit((m.data("X2", X) @ V)[:, 1:]), rng.integers(0, 2, 20))
     m.observe("w", ld.Normal(W[1], 1.0), rng.normal(size=4))
     m.potential("r", -ld.sum(ld.square(V.reshape((12,)))))
+    b = m.param("b", ld.Normal(0, 1), shape=(3, 1))
+    m.potential("broadcast", -ld.sum(ld.square(W * b)))  # each row's (4,) event times its (1,)
     return m
 
 

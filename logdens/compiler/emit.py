@@ -153,6 +153,14 @@ class Emitter:
         if s.kind == "flat":
             a, stride, b = s.at
             return [f"{s.out.name} = {self.arg(a)} * {stride} + {self.arg(b)}"]
+        if s.kind == "broadcast":  # the operand's axes (aligned at the right) that are not 1
+            j, event, shape = s.at
+            terms, lead = [], len(event) - len(shape)
+            for d, n in enumerate(shape):
+                if n != 1:
+                    index = f"({self.arg(j)} // {_size(event[lead + d + 1:])}) % {event[lead + d]}"
+                    terms.append(f"{index} * {_size(shape[d + 1:])}")
+            return [f"{s.out.name} = {' + '.join(terms) or '0'}"]
         if s.kind == "shift":
             start = s.node.bounds(self.size(s.size))[0]
             return [f"{s.out.name} = {start} + {s.node.step} * {self.arg(s.at)}"]

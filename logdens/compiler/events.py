@@ -83,7 +83,7 @@ class Events:
             if rowed and node.ndim == rank or (child.ndim == node.ndim and child.shape[:1] != node.shape[:1]):
                 raise self.not_lowered(node, "an operand that broadcasts along the rows")
             arg = self.value(child, scope, outer, at, min(rank, child.ndim))
-            if isinstance(arg, ir.Value) and arg.event not in ((), out.event):
+            if isinstance(arg, ir.Value) and arg.event and not _broadcasts(arg.event, out.event):
                 raise self.not_lowered(node, f"operands of event shapes {arg.event} and {out.event}")
             args.append(arg)
         return args
@@ -148,11 +148,24 @@ class Events:
             raise self.not_lowered(node, "named data read whole (its rows a run-time length)")
         scope.forward.append(ir.View(out, ir.Buffer("data", self.layout.data_name(node)), ir.At(None if whole else at)))
 
+    def operand_elements(self, args, event, j, body, plate):
+        """``(elements, positions)``: each operand's element that element ``j`` of
+        ``event`` reads (numpy's broadcasting), and its position there."""
+        elements, positions = [], []
+        for a in args:
+            position = j
+            if isinstance(a, ir.Value) and a.event and a.event != event:
+                position = ir.Value(self.fresh("k"), plate.name, (), "position")
+                body.append(ir.Index(position, "broadcast", at=(j, event, a.event)))
+            elements.append(self.element(a, j, body, plate, position))
+            positions.append(position)
+        return elements, positions
+
     def _event_elementwise(self, node, out, scope, outer, at, op):
         args = self.operands(node, out, scope, outer, at)
         plate, j = self.over(out.event)
         body = []
-        xs = [self.element(a, j, body, plate) for a in args]
+        xs, _ = self.operand_elements(args, out.event, j, body, plate)
         v = ir.Value(self.fresh("v"), plate.name, (), node.label())
         body += [ir.Let(v, node.op, tuple(xs)), ir.Store(out.array(), ir.At(j), v)]
         scope.forward += self.declared(out) + [ir.Map(plate, j, tuple(body))]
@@ -161,9 +174,8 @@ class Events:
             plate, j = self.over(out.event)
             body = []
             aj = self.element(a, j, body, plate)
-            if any(d not in ("0.0", "-0.0", "1.0") for d in op.derivatives):  # partials read the operands
-                xs = [self.element(x, j, body, plate) for x in args]
-                vj = self.element(out, j, body, plate)
+            xs, positions = self.operand_elements(args, out.event, j, body, plate)  # unused loads: dead to numba
+            vj = self.element(out, j, body, plate)
             for k, (child, arg, d) in enumerate(zip(node.children, args, op.derivatives)):
                 if not self.needs_grad(child) or d in ("0.0", "-0.0"):
                     continue
@@ -172,7 +184,7 @@ class Events:
                     partial = ir.Value(self.fresh("p"), plate.name, (), f"d{node.op}/d{k}")
                     contribution = ir.Value(self.fresh("t"), plate.name, (), node.label())
                     body += [ir.Partial(partial, node.op, k, tuple(xs), vj), ir.Let(contribution, "mul", (aj, partial))]
-                body += self.push_at(child, arg, contribution, scope, j)
+                body += self.push_at(child, arg, contribution, scope, positions[k])
             return [ir.Map(plate, j, tuple(body))]
         return sweep
 
@@ -465,6 +477,11 @@ class Events:
             pj = self.element(partial, j, body, plate)
             seed.append(ir.Map(plate, j, tuple(body + self.push_at(node, arg, pj, loop, j))))
         return row, lines, seed
+
+
+def _broadcasts(shape, event):
+    """Whether an operand of event ``shape`` broadcasts to ``event`` (aligned at the right)."""
+    return len(shape) <= len(event) and all(n in (1, m) for n, m in zip(shape[::-1], event[::-1]))
 
 
 def event_ranks(term):

@@ -146,8 +146,10 @@ class Load(NamedTuple):
 class Index(NamedTuple):
     """``kind``: ``gather`` (``array[at]``), ``shift`` (``node``'s slice start +
     step * ``at`` on length ``size``), ``element`` (``node``'s position on
-    length ``size``) or ``flat`` (``a * stride + b`` for ``at = (a, stride, b)``:
-    an element of an event matrix)."""
+    length ``size``), ``flat`` (``a * stride + b`` for ``at = (a, stride, b)``:
+    an element of an event matrix) or ``broadcast`` (for ``at = (j, event,
+    shape)``: the position in an operand of ``shape`` that element ``j`` of
+    ``event`` reads, numpy's broadcasting)."""
 
     out: Value
     kind: str
@@ -163,6 +165,8 @@ class Index(NamedTuple):
             return f"%{self.out.name}:i64 = shift {self.node.label()} row {self.at}"
         if self.kind == "flat":
             return f"%{self.out.name}:i64 = {self.at[0]} * {self.at[1]} + {self.at[2]}"
+        if self.kind == "broadcast":
+            return f"%{self.out.name}:i64 = element {self.at[0]} of {list(self.at[1])} in {list(self.at[2])}"
         return f"%{self.out.name}:i64 = position {self.node.label()} of {self.size}"
 
 
