@@ -58,6 +58,9 @@ class Rule:
     reads_data_matrix = False
     #: Reads only its child's length (``len``): a whole number, whatever the rows.
     counts = False
+    #: Its forward and reverse steps in the lowered program: ``Builder._lower_<lowering>``
+    #: of ``logdens.compiler.ad`` (None: not lowered yet; a constant is a number there).
+    lowering = None
 
     def reads(self, node):
         """The access kind of each child, in the order of ``node.children``."""
@@ -99,6 +102,7 @@ class ParamRule(Rule):
     """A parameter: its constrained value."""
 
     param = True
+    lowering = "param"
 
     def evaluate(self, node, args, values, batch):
         return np.asarray(values[node.name], dtype=float)
@@ -114,6 +118,7 @@ class DataRule(Rule):
     """A data array, named (replaced by ``set_data``) or carrying its own value."""
 
     data = fixed = True
+    lowering = "data"
 
     def evaluate(self, node, args, values, batch):
         out = np.asarray(values[node.name] if node.name is not None else node.value)
@@ -148,6 +153,7 @@ class ElementwiseRule(Rule):
     """``Unary``, ``Binary`` and ``Ternary``: an op of ``logdens.ops.OPS`` on every child at the row."""
 
     elementwise = True
+    lowering = "elementwise"
 
     def reads(self, node):
         return (AT_ROW,) * len(node.children)
@@ -165,6 +171,8 @@ class ElementwiseRule(Rule):
 class LogPdfRule(ElementwiseRule):
     """``dist.logpdf(x)``: the distribution's kernel at every row, all summands kept."""
 
+    lowering = "logpdf"
+
     def evaluate(self, node, args, values, batch):
         args = np.broadcast_arrays(*[np.asarray(a, dtype=float) for a in lifted(node, args, batch)])
         return vectorize.logpdf(node.spec, args)
@@ -178,6 +186,8 @@ class LogPdfRule(ElementwiseRule):
 
 class GatherRule(Rule):
     """``source[index]``: per row, the source's element the index array names."""
+
+    lowering = "gather"
 
     def reads(self, node):
         return (GATHERED, INDEX)
@@ -201,6 +211,8 @@ class GatherRule(Rule):
 
 class SliceRule(Rule):
     """``source[start:stop:step]``: per row ``i``, element ``start + step * i``."""
+
+    lowering = "slice"
 
     def reads(self, node):
         return (SHIFTED,)
@@ -232,6 +244,8 @@ class SliceRule(Rule):
 class ElementRule(Rule):
     """``source[k]``, a constant position: a scalar read once per call."""
 
+    lowering = "element"
+
     def reads(self, node):
         return (WHOLE,)
 
@@ -256,6 +270,8 @@ class CumsumRule(Rule):
     """``ld.cumsum(x)``: row ``i`` is the sum of ``x``'s elements ``0 .. i``; the
     whole vector is computed before the term's rows (``reduces``)."""
 
+    lowering = "cumsum"
+
     reduces = True
 
     def reads(self, node):
@@ -273,6 +289,8 @@ class CumsumRule(Rule):
 
 class LengthRule(Rule):
     """``len(x)``: a number from the child's run-time plate length, no adjoint."""
+
+    lowering = "length"
 
     counts = True
 
@@ -326,6 +344,8 @@ class MatMulRule(Rule):
     """``a @ b`` beyond a data matrix times a parameter vector: a row-aligned left
     operand (rows of data) times a whole right one, or two whole values
     (``logdens.shaped``)."""
+
+    lowering = "matmul"
 
     shaped_only = True
 
@@ -386,6 +406,8 @@ def _batched_axis(node, batch):
 class ReduceRule(Rule):
     """``ld.sum(x, axis=k)``, ``ld.logsumexp(x, axis=k)``."""
 
+    lowering = "reduce"
+
     shaped_only = True
 
     def reads(self, node):
@@ -407,6 +429,8 @@ class ReduceRule(Rule):
 class LogSoftmaxRule(Rule):
     """``ld.log_softmax(x)`` along the last axis."""
 
+    lowering = "log_softmax"
+
     shaped_only = True
 
     def reads(self, node):
@@ -424,6 +448,8 @@ class LogSoftmaxRule(Rule):
 
 class TransposeRule(Rule):
     """``x.T`` of a whole matrix."""
+
+    lowering = "transpose"
 
     shaped_only = True
 
@@ -443,6 +469,8 @@ class TransposeRule(Rule):
 class ReshapeRule(Rule):
     """``x.reshape(shape)``, ``x[:, None]``: the same elements, so the same flat
     positions in a buffer; rows of data keep their axis (``Reshape.keeps_rows``)."""
+
+    lowering = "reshape"
 
     shaped_only = True
 
@@ -472,6 +500,8 @@ class ReshapeRule(Rule):
 class TakeRule(Rule):
     """``x[i]``, ``x[:, j]`` of a matrix."""
 
+    lowering = "take"
+
     shaped_only = True
 
     def reads(self, node):
@@ -495,6 +525,8 @@ class SliceAxisRule(TakeRule):
     """``W[1:]``, ``W[:, :-1]``: constant bounds along one axis (its length pinned),
     read as ``Take`` reads its position."""
 
+    lowering = "slice_axis"
+
     def evaluate(self, node, args, values, batch):
         (x,) = lifted_each(node, args, batch)
         return np.take(x, range(node.start, node.stop, node.step), axis=_batched_axis(node, batch))
@@ -506,6 +538,8 @@ class SliceAxisRule(TakeRule):
 
 class MatVecRule(Rule):
     """``X @ beta``: per row, the matrix's row times the whole vector."""
+
+    lowering = "matvec"
 
     reads_data_matrix = True
 
@@ -535,6 +569,8 @@ class SumRule(Rule):
     """``ld.sum(x)``: a scalar over every element of its argument. ``adds_rows``:
     a term whose value it is may add ``x``'s rows itself, in its own loop."""
 
+    lowering = "sum"
+
     reduces = adds_rows = True
 
     def reads(self, node):
@@ -555,6 +591,8 @@ class SumRule(Rule):
 
 class LogSumExpRule(SumRule):
     """``ld.logsumexp(x)``: a reduction like ``ld.sum``."""
+
+    lowering = "logsumexp"
 
     adds_rows = False
 

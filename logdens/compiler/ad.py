@@ -14,20 +14,19 @@ once per call into its ``constrained`` buffer (``ir.Constrain``), an event
 transform's adjoints gathered in ``aconstrained`` and swept back after the
 terms (``ir.ConstrainAdjoint``); the log-Jacobians last, under ``jacobian``.
 
-Node types the program does not lower yet raise ``NotLowered``, naming the
-node: the terms with matrices, scans and whole-value linear algebra are the
-compiler issue's next steps.
+Values with an event shape (a data matrix's rows, ``X @ W``, a multivariate
+kernel's arguments) are lowered by the rules of ``logdens.compiler.events``:
+each node's lowering (``Rule.lowering``) serves a scalar and an event. Node
+types the program does not lower yet raise ``NotLowered``, naming the node:
+scans, whole-value linear algebra and Gaussian processes are the compiler
+issue's next steps.
 """
 
 from logdens import expr as ex
 from logdens import rules, validate
 from logdens.compiler import ir
-from logdens.expr import ModelError
+from logdens.compiler.events import Events, NotLowered, event_ranks, rows_of
 from logdens.ops import OPS
-
-
-class NotLowered(ModelError):
-    """A node type the lowered program does not handle yet."""
 
 
 class Scope:
@@ -40,7 +39,9 @@ class Scope:
         self.forward, self.records, self.values = [], [], {}
 
     def adjoint_locals(self):
-        return [ir.Local(adjoint) for _, adjoint, _ in self.records if adjoint is not None]
+        """The adjoints zeroed: a scalar's a ``Local``, an event's array a ``Zero``."""
+        return [ir.Zero(adjoint.array()) if adjoint.event else ir.Local(adjoint)
+                for _, adjoint, _ in self.records if adjoint is not None]
 
     def reverse(self):
         out = []
@@ -49,7 +50,7 @@ class Scope:
         return out
 
 
-class Builder:
+class Builder(Events):
     """Builds the program of one model's gradient (``program``)."""
 
     def __init__(self, model, layout, gradient=True):
@@ -82,28 +83,34 @@ class Builder:
         return ir.Size("fixed", value=source.shape[0])
 
     # ----- values ---------------------------------------------------------
-    def value(self, node, scope, outer, at):
+    def value(self, node, scope, outer, at, rank=0):
         """The value of ``node`` at position ``at`` (None for a scalar; the scope's
-        row name; an ``ir.Value`` index), its statements added to ``scope``."""
+        row name; an ``ir.Value`` index), its statements added to ``scope``;
+        with ``rank``, its last ``rank`` axes one event (``events``): rows of
+        events, or one event per call where it has no more axes."""
         node_rule = rules.rule(node)
         if node_rule.constant:
             return float(node.value)
-        if node.shape == ():
+        rank = min(rank, node.ndim)
+        if node.ndim == rank:
             scope, at = outer, None
-        key = (id(node), at.name if isinstance(at, ir.Value) else at)
+        key = (id(node), at.name if isinstance(at, ir.Value) else at, rank)
         if key in scope.values:
             return scope.values[key]
-        lower = LOWERINGS.get(type(node))
-        if lower is None or node_rule.shaped_only:
+        if node_rule.lowering is None:
             raise NotLowered(f"{node.label()}: {type(node).__name__} is not in the lowered program yet")
-        out = self.new(scope, node.label())
+        if node.ndim > rank + 1:
+            raise NotLowered(f"{node.label()}: a value of shape {node.shape} read as rows of events of rank "
+                             f"{rank} is not in the lowered program yet")
+        out = self.event_value(scope, node.label(), node.shape[node.ndim - rank:] if rank else ())
         scope.values[key] = out
-        sweep = lower(self, node, out, scope, outer, at)
+        sweep = getattr(self, "_lower_" + node_rule.lowering)(node, out, scope, outer, at)
         if isinstance(sweep, ir.Value):  # the node is another value read elsewhere (a gather)
             scope.values[key] = sweep
             return sweep
         if sweep is not None and self.needs_grad(node):
             adjoint = out.adjoint()
+            scope.forward += self.declared(adjoint) if adjoint.event else []
             scope.records.append((out, adjoint, sweep))
             self.owner[out.name] = (scope, adjoint)
         return out
@@ -132,6 +139,8 @@ class Builder:
         return self.kinds[at.name]
 
     def _lower_param(self, node, out, scope, outer, at):
+        if out.event:
+            return self._event_param(node, out, scope, at)
         slot = self.layout.params[node.name]
         transform = type(slot.transform).__name__
         grad = ir.Buffer("grad", node.name, slot.offset)
@@ -162,6 +171,8 @@ class Builder:
         return sweep
 
     def _lower_data(self, node, out, scope, outer, at):
+        if out.event:
+            return self._event_data(node, out, scope, at)
         if node.ndim > 1:
             raise NotLowered(f"{node.label()}: a data matrix outside X @ beta is not in the lowered program yet")
         buffer = ir.Buffer("data", self.layout.data_name(node))
@@ -169,6 +180,8 @@ class Builder:
 
     def _lower_elementwise(self, node, out, scope, outer, at):
         op = OPS[node.op]
+        if out.event:
+            return self._event_elementwise(node, out, scope, outer, at, op)
         args = tuple(self.value(c, scope, outer, at) for c in node.children)
         scope.forward.append(ir.Let(out, node.op, args))
 
@@ -188,6 +201,8 @@ class Builder:
         return sweep
 
     def _lower_logpdf(self, node, out, scope, outer, at):
+        if node.spec.multivariate or out.event:
+            raise self.not_lowered(node, "a multivariate kernel inside an expression")
         args = tuple(self.value(c, scope, outer, at) for c in node.children)
         partials = tuple(self.new(scope, f"d{node.spec.name}/d{n}", "r") if self.needs_grad(c) else None
                          for n, c in zip(node.spec.arg_names, node.children))
@@ -246,15 +261,15 @@ class Builder:
     def _lower_sum(self, node, out, scope, outer, at):
         arg = node.children[0]
         plate = ir.Plate(self.fresh("sum"), self.size(arg))
-        loop = Scope(plate, self.fresh("i"))
-        element = self.value(arg, loop, outer, loop.index)
-        outer.forward += [ir.Local(out), ir.Map(plate, loop.index, tuple(loop.forward) + (
-            ir.Accumulate(out, element, "shared"),), pair=plate.name)]
+        loop, rank = Scope(plate, self.fresh("i")), max(arg.ndim - 1, 0)  # a matrix: rows of events
+        element = self.value(arg, loop, outer, loop.index, rank)
+        adds = self.total(element, out, "shared") if rank else [ir.Accumulate(out, element, "shared")]
+        outer.forward += [ir.Local(out), ir.Map(plate, loop.index, tuple(loop.forward + adds), pair=plate.name)]
 
         def sweep(a):
             back = Scope(plate, loop.index)  # the forward map's row name: a pass may fuse the two
-            x = self.value(arg, back, outer, back.index)
-            seed = self.push(arg, x, a, back)
+            x = self.value(arg, back, outer, back.index, rank)
+            seed = self.spread(arg, x, a, back)
             body = back.forward + back.adjoint_locals() + seed + back.reverse()
             return [ir.Map(plate, back.index, tuple(body), pair=plate.name, seed=a)]
         return sweep
@@ -344,15 +359,29 @@ class Builder:
         self.running = {}  # running sums are the term's own: filled in its outer, swept back after its rows
         lp = ir.Buffer("out", "out") if rows_out else ir.Buffer("lp", "lp")
         outer = Scope()
-        rows = next((a for a in term.args if a.shape != ()), None)
+        rows, ranks = rows_of(term), event_ranks(term)
         if rows is None:
             loop = outer
         else:
             loop = Scope(ir.Plate(term.name, self.size(rows)), self.fresh("i"))
-        if term.dist is None:
-            value = self.value(term.value, loop, outer, loop.index)
-            loop.forward.append(self._add(lp, value, loop.index))
-            seed = self.push(term.value, value, 1.0, loop)
+        if term.dist is None:  # a matrix's rows: each adds its event's elements
+            rank = max(term.value.ndim - 1, 0)
+            value = self.value(term.value, loop, outer, loop.index, rank)
+            if rank:
+                row = self.new(loop, term.name, "lp")
+                loop.forward += [ir.Local(row)] + self.total(value, row, "local")
+            loop.forward.append(self._add(lp, row if rank else value, loop.index))
+            seed = self.spread(term.value, value, 1.0, loop)
+        elif term.dist.spec.multivariate:
+            args = tuple(self.value(a, loop, outer, loop.index, r) for a, r in zip(term.args, ranks))
+            row, lines, seed = self.event_call(term.dist.spec, term.args, args, keep, loop, term.name)
+            loop.forward += lines + [self._add(lp, row, loop.index)]
+        elif any(ranks):  # a univariate kernel on rows of events
+            spec = term.dist.spec
+            args = tuple(self.value(a, loop, outer, loop.index, r) for a, r in zip(term.args, ranks))
+            checked = spec.takes_x_valid and validate.value_checked(term)
+            row, lines, seed = self.elementwise_call(spec, term.args, args, keep, checked, loop, term.name)
+            loop.forward += lines + [self._add(lp, row, loop.index)]
         else:
             args = tuple(self.value(a, loop, outer, loop.index) for a in term.args)
             spec = term.dist.spec
@@ -379,16 +408,6 @@ class Builder:
         if lp.kind == "lp":
             return ir.Accumulate(lp, value, "shared")
         return ir.Store(lp, ir.At(row if row is not None else None), value)
-
-
-LOWERINGS = {
-    ex.Param: Builder._lower_param, ex.Data: Builder._lower_data,
-    ex.Unary: Builder._lower_elementwise, ex.Binary: Builder._lower_elementwise,
-    ex.Ternary: Builder._lower_elementwise, ex.LogPdf: Builder._lower_logpdf,
-    ex.Gather: Builder._lower_gather, ex.Slice: Builder._lower_slice, ex.Element: Builder._lower_element,
-    ex.Length: Builder._lower_length, ex.MatVec: Builder._lower_matvec, ex.Sum: Builder._lower_sum,
-    ex.LogSumExp: Builder._lower_logsumexp, ex.Cumsum: Builder._lower_cumsum,
-}
 
 
 def plate_source(node):
@@ -423,10 +442,6 @@ def gradient_program(model, layout, name="core"):
     summands of data alone that both leave out (``propto=False`` adds them)."""
     gradient = name == "core"
     builder = Builder(model, layout, gradient)
-    for term in model.terms:
-        if rules.shaped(term):
-            raise NotLowered(f"term {term.name!r}: terms with matrices or events are not in the lowered "
-                             "program yet")
     vectors = [p for p in layout.params.values() if p.shape != () and not p.transform.identity]
     body = [ir.Zero(ir.Buffer("grad", "grad"))] if gradient else []
     body += [ir.Constrain(p.name, type(p.transform).__name__) for p in vectors]

@@ -62,7 +62,7 @@ class Emitter:
             return f"{prefix}_{self.ident(buffer.name)}", "0"
         if kind == "data":
             return f"d_{self.layout.data[buffer.name].ident}", "0"
-        if kind in ("workspace", "block", "out"):
+        if kind in ("workspace", "block", "out", "event"):
             return buffer.name, "0"
         raise ValueError(f"no element of {buffer}")
 
@@ -154,6 +154,17 @@ class Emitter:
         if s.kind == "gather":
             ident = self.layout.data[s.array.name].ident
             return [f"{s.out.name} = i_{ident}[{self.arg(s.at)}]"]
+        if s.kind == "flat":
+            a, stride, b = s.at
+            return [f"{s.out.name} = {self.arg(a)} * {stride} + {self.arg(b)}"]
+        if s.kind == "broadcast":  # the operand's axes (aligned at the right) that are not 1
+            j, event, shape = s.at
+            terms, lead = [], len(event) - len(shape)
+            for d, n in enumerate(shape):
+                if n != 1:
+                    index = f"({self.arg(j)} // {_size(event[lead + d + 1:])}) % {event[lead + d]}"
+                    terms.append(f"{index} * {_size(shape[d + 1:])}")
+            return [f"{s.out.name} = {' + '.join(terms) or '0'}"]
         if s.kind == "shift":
             start = s.node.bounds(self.size(s.size))[0]
             return [f"{s.out.name} = {start} + {s.node.step} * {self.arg(s.at)}"]
@@ -185,6 +196,29 @@ class Emitter:
         if s.through is not None:
             value += f" * dw_{self.ident(s.through.name)}[{j}]"
         return [f"for {j} in range({self.size(s.length)}):", f"    {self.element(s.dest, ir.At(j))} += {value}"]
+
+    def _view(self, s):
+        """An event as a flat view of the array that holds it (``ir.View``)."""
+        kind, size = s.buffer.kind, max(1, _size(s.out.event))
+        if kind in ("theta", "constrained"):
+            array, base = self.array(s.buffer)
+            if s.at.index is not None:  # row ``at`` of a matrix
+                base = plus(base, f"{self.arg(s.at.index)} * {size}")
+            return [f"{s.out.name} = {array}[{base}:{plus(base, size)}]  # {s.out.label}"]
+        slot = self.layout.data[s.buffer.name]
+        if s.at.index is not None:
+            return [f"{s.out.name} = d_{slot.ident}[{self.arg(s.at.index)}]  # {s.out.label}"]
+        return [f"{s.out.name} = d_{slot.ident}.reshape(({size},))  # {s.out.label}"]
+
+    def _eventcall(self, s):
+        def event(a):
+            if not isinstance(a, ir.Value) or len(a.event) < 2:
+                return self.arg(a)
+            return f"{a.name}.reshape({a.event!r})"
+        partials = [event(p) if p is not None else "None" for p in s.partials]
+        args = ", ".join(map(event, s.args))
+        return [f"{s.out.name} = {module_alias(s.spec)}.logpdf_grad({args}, {s.keep!r}, {s.work.name}, "
+                f"{', '.join(partials)})  # {s.out.label}"]
 
     def _local(self, s):
         return [f"{s.out.name} = {literal(s.init)}"]
@@ -239,6 +273,9 @@ class Emitter:
 
     def _blockproduct(self, s):
         X, size = f"d_{self.layout.data[s.matrix.name].ident}", self.layout.params[s.vector.name].constrained_size
+        if self.layout.data[s.matrix.name].row_major:  # stored row by row (read whole elsewhere): a row's dot
+            return ["for r in range(b1 - b0):", "    acc = 0.0", f"    for j in range({size}):",
+                    f"        acc += {X}[b0 + r, j] * v{s.buffer.name}[j]", f"    {s.buffer.name}[r] = acc"]
         return [f"{s.buffer.name}[:b1 - b0] = 0.0"] + column_groups(
             size, lambda cols: product_group(X, s.buffer.name, cols))
 
@@ -271,6 +308,9 @@ class Emitter:
         def sink(c):
             scale = f"dw_{self.ident(s.through.name)}[{c}] * " if s.through is not None else ""
             return lambda value: f"{self.element(s.dest, ir.At(c))} += {scale}{value}"
+        if self.layout.data[s.matrix.name].row_major:  # stored row by row: the column sums row by row
+            return ["for j in range(" + str(size) + "):", "    acc = 0.0", "    for r in range(b1 - b0):",
+                    f"        acc += {X}[b0 + r, j] * {s.adjoints.name}[r]", "    " + sink("j")("acc")]
         return column_groups(size, lambda cols: transposed_group(X, product, cols, [sink(c) for c in cols]))
 
     def _blockgather(self, s):
@@ -292,6 +332,13 @@ class Emitter:
         if otherwise:
             return [f"if {s.flag}:"] + indent(body or ["pass"]) + ["else:"] + indent(otherwise)
         return [f"if {s.flag}:"] + indent(body) if body else []
+
+
+def _size(event):
+    out = 1
+    for n in event:
+        out *= n
+    return out
 
 
 def _block_buffers(statement):

@@ -20,6 +20,22 @@ Statements say what they do, not how a backend does it:
   its reverse sweep and its log-Jacobian;
 - ``When``: statements run only under a call's flag (``jacobian``).
 
+Events. A value with event shape ``(k,)`` or ``(k, m)`` (one event per row of
+its plate, or one per call) is an array of ``k * m`` elements, flat and row
+major, named by the value: ``Buffer("event", value.name)``. ``View`` makes it
+a view of an array that holds it already (a data matrix's row, a parameter's
+values, data read whole); otherwise a ``Workspace`` of that fixed size
+declares it and the row's statements fill it element by element, in a
+``Map`` over a plate of fixed length (``Size("fixed")``: the event's axis)
+with ``Load``/``Store``/``Accumulate`` at the element's position. Its adjoint
+is such an array too, zeroed (``Zero``) where a scalar's is a ``Local``. A
+CPU pass may widen the per-row arrays to ``(BLOCK, event)`` buffers around a
+block of rows and a CUDA emitter put them in local arrays: the program only
+says "one event per row". A multivariate kernel is an ``EventCall``: one
+event per argument, its partials *added* into arrays the caller zeroed
+(``distributions.spec``: Stan Math's partials), which the reverse sweep
+reads element by element.
+
 ``print(program)`` shows one statement per line with the model's labels, as
 ``jax.make_jaxpr`` shows a jaxpr. Emitters (``logdens.compiler.emit``) turn a
 program into code; they know nothing of AD.
@@ -74,6 +90,10 @@ class Value(NamedTuple):
     def __str__(self):
         return f"%{self.name}"
 
+    def array(self):
+        """The array an event value is (see the module docstring)."""
+        return Buffer("event", self.name)
+
     def typed(self):
         where = f"[{self.plate}]" if self.plate else ""
         return f"%{self.name}:f64{where}{list(self.event) if self.event else ''}"
@@ -88,6 +108,7 @@ class Buffer(NamedTuple):
     scalar), a parameter's constrained values (``constrained``), its
     derivatives (``dconstrained``) or adjoints (``aconstrained``), a data
     array (``data``, ``index`` for an integer one, ``matrix``), a workspace,
+    an event value's array (``event``),
     ``out`` (pointwise rows) or ``rows``: row ``row`` of the per-sample
     gradients, one gradient per observation (parameter ``name``'s columns)."""
 
@@ -128,8 +149,12 @@ class Load(NamedTuple):
 
 class Index(NamedTuple):
     """``kind``: ``gather`` (``array[at]``, a position on length ``size``),
-    ``shift`` (``node``'s slice start + step * ``at`` on length ``size``) or
-    ``element`` (``node``'s position on length ``size``)."""
+    ``shift`` (``node``'s slice start + step * ``at`` on length ``size``),
+    ``element`` (``node``'s position on length ``size``), ``flat`` (``a *
+    stride + b`` for ``at = (a, stride, b)``: an element of an event matrix)
+    or ``broadcast`` (for ``at = (j, event, shape)``: the position in an
+    operand of ``shape`` that element ``j`` of ``event`` reads, numpy's
+    broadcasting)."""
 
     out: Value
     kind: str
@@ -143,6 +168,10 @@ class Index(NamedTuple):
             return f"%{self.out.name}:i64 = {self.array}[{self.at}]"
         if self.kind == "shift":
             return f"%{self.out.name}:i64 = shift {self.node.label()} row {self.at}"
+        if self.kind == "flat":
+            return f"%{self.out.name}:i64 = {self.at[0]} * {self.at[1]} + {self.at[2]}"
+        if self.kind == "broadcast":
+            return f"%{self.out.name}:i64 = element {self.at[0]} of {list(self.at[1])} in {list(self.at[2])}"
         return f"%{self.out.name}:i64 = position {self.node.label()} of {self.size}"
 
 
@@ -215,6 +244,40 @@ class DotAdjoint(NamedTuple):
     def __str__(self):
         chain = f" * {self.through}[:]" if self.through is not None else ""
         return f"accumulate {self.dest}[:] += {self.scale} * {self.matrix}[{self.row}, :]{chain}  ({self.kind})"
+
+
+class View(NamedTuple):
+    """``out`` (an event) is ``buffer``'s values, not a copy: row ``at.index`` of
+    a data matrix, or (``at.index`` None) the whole of a data array or of a
+    parameter's values."""
+
+    out: Value
+    buffer: Buffer
+    at: At
+
+    def __str__(self):
+        where = f"[{self.at.index}]" if self.at.index is not None else ""
+        return f"{self.out.typed()} = view {self.buffer}{where}"
+
+
+class EventCall(NamedTuple):
+    """``out = spec.logpdf_grad(*args, keep, work, *partials)``: a multivariate
+    kernel (``distributions.spec``) on one event per argument (an event value,
+    or a float or scalar value for an argument without event axes); it *adds*
+    each argument's partials into the event value ``partials[j]`` (None: not
+    needed), ``work`` its scratch workspace."""
+
+    out: Value
+    spec: object
+    args: tuple
+    keep: tuple
+    work: Buffer
+    partials: tuple
+
+    def __str__(self):
+        added = ", ".join(str(p) for p in self.partials if p is not None)
+        into = f"; partials += into {added}" if added else ""
+        return f"{self.out.typed()} = call {self.spec.name}.logpdf_grad {' '.join(map(_arg, self.args))}{into}"
 
 
 class Local(NamedTuple):
