@@ -226,12 +226,8 @@ def pointwise_kernel(model, layout, term):
     """``pointwise_<term>`` at point 0: the program's ``terms`` stage; its
     constrained values are ``prepare_value``'s (the density launches it first)."""
     scheduled = stages(pointwise_program(model, layout, term), _lengths(layout))
-    args, binds = _binds(layout, False)
-    emitter = CudaEmitter(layout)
-    body = emitter.lines(scheduled.terms)
-    ident = layout.term_idents[term.name]
-    return _kernel(f"pointwise_{ident}", ["thetas, fdata, idata, out, dropped"] + args,
-                   _POINT + binds + layout.prologue() + emitter.start() + body)
+    return _row_kernel(layout, scheduled, f"pointwise_{layout.term_idents[term.name]}",
+                       "thetas, fdata, idata, out, dropped")
 
 
 def per_sample_kernel(model, layout, term):
@@ -242,12 +238,15 @@ def per_sample_kernel(model, layout, term):
     per_row_maps = any(isinstance(s, First) and any(isinstance(x, ir.Map) for x in s.body) for s in scheduled.terms)
     if per_row_maps or any(b.kind == "aconstrained" for x in unwrapped(scheduled.terms) for b in buffers(x)):
         return []
+    return _row_kernel(layout, scheduled, f"per_sample_{layout.term_idents[term.name]}", "thetas, fdata, idata, out")
+
+
+def _row_kernel(layout, scheduled, name, signature):
+    """The kernel ``name`` of one point's rows: the ``terms`` stage of ``scheduled``."""
     args, binds = _binds(layout, False)
     emitter = CudaEmitter(layout)
     body = emitter.lines(scheduled.terms)
-    ident = layout.term_idents[term.name]
-    return _kernel(f"per_sample_{ident}", ["thetas, fdata, idata, out"] + args,
-                   _POINT + binds + layout.prologue() + emitter.start() + body)
+    return _kernel(name, [signature] + args, _POINT + binds + layout.prologue() + emitter.start() + body)
 
 
 def source(model, layout):
