@@ -37,6 +37,10 @@ import numba
 from numba.core import caching
 from numba.extending import register_jitable
 
+from . import cache_lock
+
+cache_lock.install()  # numba's disk cache, shared by processes that compile at once
+
 
 def _sources_hash():
     """SHA-256 of this package's ``*.py`` files, names and contents."""
