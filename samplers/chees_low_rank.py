@@ -24,7 +24,7 @@ import numpy as np
 
 from ._jit import compiled
 from .grad_adaptation import MIN_DRAWS
-from .low_rank import EIGVAL_CUTOFF, GAMMA, MAX_RANK, low_rank_estimate
+from .low_rank import MAX_RANK, usable_estimate
 
 #: Entries of the counters: rows stored in the window (may exceed the
 #: buffer: a ring), an estimate due, ``T`` to rescale and the step size to
@@ -98,8 +98,8 @@ def install(inv_diag, vecs, vals, lr_q, lr_g, counts):
     counts[PENDING] = counts[STORED] = 0
     if n < MIN_DRAWS:
         return None
-    new = low_rank_estimate(lr_q[:n], lr_g[:n], inv_diag, EIGVAL_CUTOFF, GAMMA, vals.shape[0])
-    if not (np.all(np.isfinite(new[1])) and np.all(np.isfinite(new[2])) and np.all(new[2] > 0)):
+    new = usable_estimate(lr_q[:n], lr_g[:n], inv_diag, vals.shape[0])
+    if new is None:
         return None
     k_old, k = int(counts[RANK]), new[2].shape[0]
     factor = length_factor((inv_diag.copy(), vecs[:k_old].copy(), vals[:k_old].copy()), new)

@@ -299,6 +299,16 @@ def compile_estimate():
     low_rank_estimate(x, -x, np.ones(2), EIGVAL_CUTOFF, GAMMA, 2)
 
 
+def usable_estimate(draws, grads, inv_diag, max_rank):
+    """:func:`low_rank_estimate` at the defaults, or None where it is not finite
+    and positive (the caller keeps its metric): the one rule both warmups
+    (NUTS per chain, ChEES over all chains) accept an estimate by."""
+    new = low_rank_estimate(draws, grads, inv_diag, EIGVAL_CUTOFF, GAMMA, max_rank)
+    if not (np.all(np.isfinite(new[1])) and np.all(np.isfinite(new[2])) and np.all(new[2] > 0)):
+        return None
+    return new
+
+
 def install_low_rank(metric, counts, draws, grads, foreground):
     """Estimate from the last ``foreground`` stored draws and install it in
     ``metric`` in place; an estimate that fails or is not finite keeps the old
@@ -310,11 +320,11 @@ def install_low_rank(metric, counts, draws, grads, foreground):
         raise ValueError(f"metric='low_rank': the chain holds {end} warmup draws, its "
                          f"window {foreground}; its state needs low-rank buffers "
                          "(samplers.sample._chain_state(..., low_rank_rows=tune + 1))")
-    inv_diag, vecs, vals = low_rank_estimate(draws[end - foreground:end],
-                                             grads[end - foreground:end], metric.inv_diag,
-                                             EIGVAL_CUTOFF, GAMMA, metric.lr_vals.shape[0])
-    if not (np.all(np.isfinite(vecs)) and np.all(vals > 0) and np.all(np.isfinite(vals))):
+    new = usable_estimate(draws[end - foreground:end], grads[end - foreground:end], metric.inv_diag,
+                          metric.lr_vals.shape[0])
+    if new is None:
         return
+    inv_diag, vecs, vals = new
     k = vals.shape[0]
     metric.inv_diag[:] = inv_diag
     metric.lr_vecs[:k] = vecs
